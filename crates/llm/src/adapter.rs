@@ -1,0 +1,112 @@
+//! The seam between the harness and a model provider.
+
+use crate::error::LlmError;
+use dsh_protocol::{LlmCallConfig, Message, SessionId, StreamChunk, ToolSchema};
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A model's reply as it streams in. After the runtime's adapter boundary every item is `Ok`
+/// and the last one is a `finish` chunk; middleware may still yield errors of its own.
+pub type ChunkStream = BoxStream<'static, Result<StreamChunk, LlmError>>;
+
+/// One model request: the call configuration plus everything the model is shown.
+#[derive(Clone, Debug)]
+pub struct LlmRequest {
+    pub config: LlmCallConfig,
+    pub messages: Vec<Arc<Message>>,
+    pub system: Option<String>,
+    pub tools: Option<Vec<ToolSchema>>,
+    pub session_id: Option<SessionId>,
+    /// Cancelled when the caller gives up; adapters stop and drop their connection.
+    pub cancel: CancellationToken,
+}
+
+impl LlmRequest {
+    /// A request with `config` and `messages` and nothing else.
+    pub fn new(config: LlmCallConfig, messages: Vec<Arc<Message>>) -> Self {
+        Self {
+            config,
+            messages,
+            system: None,
+            tools: None,
+            session_id: None,
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// A kind of input a model accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Modality {
+    Text,
+    Image,
+}
+
+/// The reasoning efforts a model accepts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningInfo {
+    /// Accepted effort names (`off`, `low`, `high`, `max`, ...), in the provider's order.
+    pub efforts: Vec<String>,
+    /// The effort used when a request names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effort: Option<String>,
+}
+
+/// What an adapter knows about one model, used to fill in and validate call configs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    /// Tokens of context the model accepts, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Output cap used when a request sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_max_tokens: Option<u64>,
+    /// The largest output cap the model accepts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// `None` for models without reasoning controls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningInfo>,
+    pub input_modalities: Vec<Modality>,
+}
+
+impl Default for ModelInfo {
+    fn default() -> Self {
+        Self {
+            context_window: None,
+            default_max_tokens: None,
+            max_output_tokens: None,
+            reasoning: None,
+            input_modalities: vec![Modality::Text],
+        }
+    }
+}
+
+impl ModelInfo {
+    /// Whether the model accepts image input.
+    pub fn accepts_images(&self) -> bool {
+        self.input_modalities.contains(&Modality::Image)
+    }
+}
+
+/// A model provider, registered on the [`LlmRuntime`](crate::LlmRuntime) under one or more
+/// provider routes.
+///
+/// Adapters may fail with an `Err` from [`stream`](Self::stream) or mid-stream; the runtime
+/// turns either into a terminal `finish` chunk, so the log always records how a call ended.
+pub trait LlmAdapter: Send + Sync + 'static {
+    /// Starts one model call.
+    fn stream(&self, request: Arc<LlmRequest>) -> BoxFuture<'_, Result<ChunkStream, LlmError>>;
+
+    /// Exact facts about the model a config names (`INVALID_MODEL_ID` when unknown).
+    fn resolve_model<'a>(
+        &'a self,
+        config: &'a LlmCallConfig,
+    ) -> BoxFuture<'a, Result<ModelInfo, LlmError>>;
+}
