@@ -294,7 +294,8 @@ fn prune_replay_blocks(state: &mut Value, keep: &[bool]) {
     let pruned: Vec<Value> = entries
         .iter()
         .zip(keep)
-        .filter_map(|(entry, keep)| keep.then(|| entry.clone()))
+        .filter(|(_, keep)| **keep)
+        .map(|(entry, _)| entry.clone())
         .collect();
     object.insert("blocks".into(), Value::Array(pruned));
 }
