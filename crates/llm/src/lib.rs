@@ -13,9 +13,13 @@ mod adapter;
 mod assembler;
 pub mod boundary;
 mod error;
+mod events;
 mod retry;
+mod runtime;
 
 pub use adapter::{ChunkStream, LlmAdapter, LlmRequest, Modality, ModelInfo, ReasoningInfo};
 pub use assembler::{AssembleError, Assembled, BlockAssembler};
 pub use error::{error_chain, normalize_failure, BoxError, LlmError};
+pub use events::{AdaptersUpdated, AdaptersUpdatedPayload, LlmStream};
 pub use retry::{Backoff, NormalRetry, ResolvedRetryPolicy};
+pub use runtime::{AdapterHandle, LlmRuntime, PreparedCall, DUPLICATE_ROUTE};

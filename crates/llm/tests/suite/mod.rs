@@ -1,0 +1,2 @@
+mod runtime;
+mod support;
