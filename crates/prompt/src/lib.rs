@@ -10,13 +10,18 @@
 
 mod assembly;
 mod error;
+mod layer;
+mod parts;
 mod render;
 mod runtime_context;
+mod tool_order;
 
 pub use assembly::{Assembly, NamedText, Variables};
 pub use error::{PartKind, PromptError};
+pub use parts::{AssembleContext, ContextEntry, PromptText, Section, ToolProvision};
 pub use render::{interpolate, is_valid_variable_name, render_prompt};
 pub use runtime_context::{
     is_runtime_context_message, ProjectionState, RuntimeContextProjection, RuntimeSnapshot,
     RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_PREFIX,
 };
+pub use tool_order::{ToolOrder, UNLISTED_TOOLS};
