@@ -31,7 +31,6 @@ pub(crate) struct Runtime {
     next_id: AtomicU64,
 }
 
-#[allow(dead_code)] // watcher hooks are used by deferred plugins (next step)
 impl Runtime {
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
@@ -144,6 +143,10 @@ impl Context {
             fiber,
             scope: Some(key),
         })
+    }
+
+    pub(crate) fn from_parts(rt: Arc<Runtime>, fiber: Fiber, scope: Option<ScopeKey>) -> Context {
+        Context { rt, fiber, scope }
     }
 
     pub(crate) fn on_fiber(&self, fiber: Fiber) -> Context {

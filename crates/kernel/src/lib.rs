@@ -9,16 +9,22 @@
 //! registrations flow *down* (a scope sees its ancestors' layers, nearest wins).
 //! Plugins are compiled in, listed in a [`PluginTable`] and mounted from a [`Composition`].
 
+mod composition;
 mod context;
 mod dispatch;
 mod error;
 mod events;
 mod fiber;
+mod layers;
+mod plugin;
 mod scope;
 
+pub use composition::{mount, Composition, PatchOp, PluginTable, Row};
 pub use context::Context;
 pub use dispatch::Next;
 pub use error::{AggregateError, BoxError, KernelError, ListenerPanicked};
 pub use events::{BoxFuture, Event, ListenOptions, Notification, Parallel, Serial, Waterfall};
 pub use fiber::{Disposer, Fiber};
+pub use layers::{AnonymousEntries, EntryId, LayerUndo, NamedEntries, ScopedLayers};
+pub use plugin::{Plugin, ServiceName};
 pub use scope::ScopeKey;
