@@ -1,0 +1,41 @@
+//! A fault-injecting, OpenAI-compatible chat-completions server for tests.
+//!
+//! It speaks real HTTP/1.1 on 127.0.0.1, so the production adapter can be pointed at it
+//! unchanged (`DEEPSEEK_BASE_URL`). A [`Script`] says what each request gets: streamed
+//! reasoning, text and tool calls split into a chosen number of deltas, usage numbers, a
+//! finish reason, an HTTP error with `Retry-After`, or a transport fault (reset, stall,
+//! end without `[DONE]`, a malformed line, an empty stream, a missing body). Every request
+//! is recorded for assertions.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), dsh_testkit::mock_llm::MockError> {
+//! use dsh_testkit::mock_llm::{Fault, MockServer, Reply, Script};
+//! let script = Script::new()
+//!     .respond(Reply::error(429, "slow down").retry_after("1"))
+//!     .respond(Reply::text("partial").chunks(4).with_fault(Fault::Reset { after_chunks: Some(2) }))
+//!     .respond(Reply::text("Hello!").with_reasoning("Greet.").chunks(3));
+//! let server = MockServer::start(script).await?;
+//! // point the adapter at server.base_url(), run, then:
+//! assert_eq!(server.requests().len(), 3);
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The `dsh-mock-llm` binary serves a script file the same way.
+
+mod error;
+mod faults;
+mod http;
+mod script;
+mod select;
+mod server;
+mod sse;
+
+pub use error::MockError;
+pub use faults::MALFORMED_PAYLOAD;
+pub use script::{
+    CacheField, Fault, IndexBy, Reply, Rule, RuleMatch, Script, ToolCallSpec, UsageSpec,
+};
+pub use select::Served;
+pub use server::{MockOptions, MockServer, RecordedRequest, DEFAULT_MODELS};
+pub use sse::{default_call_id, python_style_json, split_chars, wire_arguments, CREATED};

@@ -1,0 +1,198 @@
+//! Picking the scripted reply for one chat request.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::script::{IndexBy, Reply, RuleMatch, Script};
+
+/// How the server answered a recorded request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Served {
+    /// By `rules[index]`.
+    Rule { index: usize },
+    /// By `responses[index]`.
+    Response { index: usize },
+    /// The script had no response at `index`; answered with HTTP 500.
+    Exhausted { index: usize },
+    /// The model list.
+    Models,
+    /// The request body was not a JSON object; answered with HTTP 400.
+    BadRequest,
+    /// Unknown path; answered with HTTP 404.
+    NotFound,
+    /// Known path, wrong method; answered with HTTP 405.
+    MethodNotAllowed,
+}
+
+/// The outcome of selection: what to record and what to send.
+pub(crate) struct Selection {
+    pub served: Served,
+    pub reply: Option<Reply>,
+}
+
+/// Mutable selection state shared by all connections of one server.
+#[derive(Debug, Default)]
+pub(crate) struct Cursor {
+    /// Chat requests answered from `responses` so far (for [`IndexBy::Order`]).
+    consumed: usize,
+}
+
+impl Cursor {
+    /// Chooses the reply for a chat request body: the first matching rule, else the indexed
+    /// response. An order-indexed request past the end still advances, so every later request
+    /// also reports exhaustion with its own index.
+    pub fn select(&mut self, script: &Script, body: &Value) -> Selection {
+        if let Some((index, rule)) = script
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule_matches(&rule.matcher, body))
+        {
+            return Selection {
+                served: Served::Rule { index },
+                reply: Some(rule.response.clone()),
+            };
+        }
+        let index = match script.index_by {
+            IndexBy::Order => {
+                let index = self.consumed;
+                self.consumed += 1;
+                index
+            }
+            IndexBy::AssistantTurns => assistant_turns(body),
+        };
+        match script.responses.get(index) {
+            Some(reply) => Selection {
+                served: Served::Response { index },
+                reply: Some(reply.clone()),
+            },
+            None => Selection {
+                served: Served::Exhausted { index },
+                reply: None,
+            },
+        }
+    }
+}
+
+fn rule_matches(matcher: &RuleMatch, body: &Value) -> bool {
+    if let Some(want_none) = matcher.no_tools {
+        let has_tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|tools| !tools.is_empty());
+        if want_none == has_tools {
+            return false;
+        }
+    }
+    if let Some(limit) = matcher.max_tokens_le {
+        let max_tokens = body
+            .get("max_tokens")
+            .or_else(|| body.get("max_completion_tokens"))
+            .and_then(Value::as_u64);
+        if max_tokens.is_none_or(|m| m > limit) {
+            return false;
+        }
+    }
+    if let Some(model) = &matcher.model {
+        if body.get("model").and_then(Value::as_str) != Some(model.as_str()) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Number of assistant messages in the request's conversation.
+fn assistant_turns(body: &Value) -> usize {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |messages| {
+            messages
+                .iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+                .count()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn title_rule_script() -> Script {
+        Script::new()
+            .rule(
+                RuleMatch::any().no_tools().max_tokens_le(64),
+                Reply::text("Title"),
+            )
+            .respond(Reply::text("first"))
+            .respond(Reply::text("second"))
+    }
+
+    #[test]
+    fn rules_need_every_condition() {
+        let script = title_rule_script();
+        let mut cursor = Cursor::default();
+        let title = json!({"max_tokens": 64, "messages": []});
+        let with_tools = json!({"max_tokens": 64, "tools": [{"type": "function"}]});
+        let big = json!({"max_tokens": 65});
+        let unset = json!({});
+        assert_eq!(
+            cursor.select(&script, &title).served,
+            Served::Rule { index: 0 }
+        );
+        assert_eq!(
+            cursor.select(&script, &with_tools).served,
+            Served::Response { index: 0 }
+        );
+        assert_eq!(
+            cursor.select(&script, &big).served,
+            Served::Response { index: 1 }
+        );
+        assert_eq!(
+            cursor.select(&script, &unset).served,
+            Served::Exhausted { index: 2 }
+        );
+        assert_eq!(
+            cursor.select(&script, &unset).served,
+            Served::Exhausted { index: 3 }
+        );
+    }
+
+    #[test]
+    fn empty_tool_list_counts_as_no_tools_and_model_must_match() {
+        let script = Script::new().rule(RuleMatch::any().no_tools().model("m"), Reply::text("x"));
+        let mut cursor = Cursor::default();
+        let hit = json!({"model": "m", "tools": []});
+        let miss = json!({"model": "n"});
+        assert_eq!(
+            cursor.select(&script, &hit).served,
+            Served::Rule { index: 0 }
+        );
+        assert_eq!(
+            cursor.select(&script, &miss).served,
+            Served::Exhausted { index: 0 }
+        );
+    }
+
+    #[test]
+    fn assistant_turns_index_repeats_for_the_same_conversation() {
+        let script = title_rule_script().index_by(IndexBy::AssistantTurns);
+        let mut cursor = Cursor::default();
+        let fresh = json!({"messages": [{"role": "user", "content": "hi"}]});
+        let later = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "x"},
+            {"role": "tool", "content": "y"}
+        ]});
+        for _ in 0..2 {
+            assert_eq!(
+                cursor.select(&script, &fresh).served,
+                Served::Response { index: 0 }
+            );
+        }
+        let selection = cursor.select(&script, &later);
+        assert_eq!(selection.served, Served::Response { index: 1 });
+        assert_eq!(selection.reply, Some(Reply::text("second")));
+    }
+}
