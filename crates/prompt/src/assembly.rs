@@ -125,7 +125,10 @@ impl Collected {
         let completes: Vec<&Section> = sections.iter().filter(|s| s.complete).collect();
         let complete = match completes.as_slice() {
             [] => None,
-            [only] => Some(NamedText::new(only.name.clone(), only.text.resolve(context))),
+            [only] => Some(NamedText::new(
+                only.name.clone(),
+                only.text.resolve(context),
+            )),
             many => {
                 return Err(PromptError::MultipleCompleteSections {
                     names: many.iter().map(|s| s.name.clone()).collect(),
@@ -213,7 +216,11 @@ mod tests {
     }
 
     fn collect(global: &PromptLayer, chain: &[&PromptLayer]) -> Result<Collected, PromptError> {
-        Collected::evaluate(Plan::merge(global, chain), &AssembleContext::default(), None)
+        Collected::evaluate(
+            Plan::merge(global, chain),
+            &AssembleContext::default(),
+            None,
+        )
     }
 
     #[test]
@@ -251,8 +258,14 @@ mod tests {
         let _ = global.add_section(Section::new("harness:identity", -100.0, "id"));
         let _ = global.add_section(Section::new("minimal", 0.0, "only me").complete());
         let collected = collect(&global, &[]).unwrap();
-        assert_eq!(collected.assembly.sections, vec![NamedText::new("minimal", "only me")]);
-        assert_eq!(collected.complete, Some(NamedText::new("minimal", "only me")));
+        assert_eq!(
+            collected.assembly.sections,
+            vec![NamedText::new("minimal", "only me")]
+        );
+        assert_eq!(
+            collected.complete,
+            Some(NamedText::new("minimal", "only me"))
+        );
     }
 
     #[test]
@@ -262,7 +275,9 @@ mod tests {
         let _ = global.add_section(Section::new("a", 0.0, "y").complete());
         let error = collect(&global, &[]).err().unwrap();
         assert_eq!(error.code(), "PROMPT_MULTIPLE_COMPLETE_SECTIONS");
-        assert!(matches!(&error, PromptError::MultipleCompleteSections { names } if names == &["a", "b"]));
+        assert!(
+            matches!(&error, PromptError::MultipleCompleteSections { names } if names == &["a", "b"])
+        );
 
         // A nearer non-complete section with the same name takes the claim away.
         let mut scoped = PromptLayer::default();
@@ -315,10 +330,15 @@ mod tests {
     fn tools_come_from_every_provider_sorted_by_name() {
         let mut global = PromptLayer::default();
         let mut own = PromptLayer::default();
-        global.add_tools(Arc::new(|_| ToolProvision::new(vec![tool("read"), tool("bash")])));
+        global.add_tools(Arc::new(|_| {
+            ToolProvision::new(vec![tool("read"), tool("bash")])
+        }));
         own.add_tools(Arc::new(|_| ToolProvision::new(vec![tool("agent")])));
         let collected = collect(&global, &[&own]).unwrap();
-        assert_eq!(collected.assembly.tools, vec![tool("agent"), tool("bash"), tool("read")]);
+        assert_eq!(
+            collected.assembly.tools,
+            vec![tool("agent"), tool("bash"), tool("read")]
+        );
     }
 
     #[test]
@@ -337,8 +357,10 @@ mod tests {
         let error = Collected::evaluate(plan, &AssembleContext::default(), Some(&order))
             .err()
             .unwrap();
-        assert!(matches!(&error, PromptError::UnknownOrderedTool { name, known }
-            if name == "grep" && known == &["bash", "read", "web_search"]));
+        assert!(
+            matches!(&error, PromptError::UnknownOrderedTool { name, known }
+            if name == "grep" && known == &["bash", "read", "web_search"])
+        );
     }
 
     #[test]
@@ -362,7 +384,10 @@ mod tests {
             suppressed: true,
         };
         let changed = Assembly {
-            sections: vec![NamedText::new("x", "added"), NamedText::new("c", "rewritten")],
+            sections: vec![
+                NamedText::new("x", "added"),
+                NamedText::new("c", "rewritten"),
+            ],
             contexts: vec![NamedText::new("ctx", "added")],
             tools: vec![tool("t")],
             variables: [("model", Some("m".to_owned()))].into_iter().collect(),
@@ -376,7 +401,11 @@ mod tests {
                 ..changed.clone()
             }
         );
-        let plain = Collected { assembly: Assembly::default(), complete: None, suppressed: false };
+        let plain = Collected {
+            assembly: Assembly::default(),
+            complete: None,
+            suppressed: false,
+        };
         assert_eq!(plain.finish(changed.clone()), changed);
     }
 }

@@ -80,9 +80,12 @@ pub enum PromptError {
     /// The configured tool order is itself malformed (duplicates, missing rest marker).
     #[error("invalid tool order: {reason}")]
     InvalidToolOrder { reason: String },
+    /// The kernel refused a registration (for example, the owning fiber is disposed).
+    #[error(transparent)]
+    Kernel(#[from] dsh_kernel::KernelError),
     /// A `system-prompt/assemble` listener failed.
     #[error("system-prompt/assemble listener failed: {0}")]
-    Listener(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    Listener(#[source] dsh_kernel::BoxError),
 }
 
 impl PromptError {
@@ -100,6 +103,7 @@ impl PromptError {
             Self::ReservedToolName { .. } => "PROMPT_RESERVED_TOOL_NAME",
             Self::UnknownOrderedTool { .. } => "PROMPT_UNKNOWN_ORDERED_TOOL",
             Self::InvalidToolOrder { .. } => "PROMPT_INVALID_TOOL_ORDER",
+            Self::Kernel(error) => error.code(),
             Self::Listener(_) => "PROMPT_LISTENER_FAILED",
         }
     }

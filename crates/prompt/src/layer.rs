@@ -80,6 +80,7 @@ impl PromptLayer {
         self.suppressions.retain(|entry| *entry != id);
     }
 
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.sections.is_empty()
             && self.contexts.is_empty()
@@ -111,10 +112,20 @@ impl Plan {
         let mut variable_at = HashMap::new();
         for layer in std::iter::once(global).chain(chain.iter().copied()) {
             for (_, section) in &layer.sections {
-                upsert(&mut plan.sections, &mut section_at, &section.name, section.clone());
+                upsert(
+                    &mut plan.sections,
+                    &mut section_at,
+                    &section.name,
+                    section.clone(),
+                );
             }
             for (_, context) in &layer.contexts {
-                upsert(&mut plan.contexts, &mut context_at, &context.name, context.clone());
+                upsert(
+                    &mut plan.contexts,
+                    &mut context_at,
+                    &context.name,
+                    context.clone(),
+                );
             }
             for (_, name, provider) in &layer.variables {
                 upsert(
@@ -148,7 +159,10 @@ mod tests {
     use std::sync::Arc;
 
     fn names(plan: &Plan) -> Vec<(String, f64)> {
-        plan.sections.iter().map(|s| (s.name.clone(), s.order)).collect()
+        plan.sections
+            .iter()
+            .map(|s| (s.name.clone(), s.order))
+            .collect()
     }
 
     #[test]
@@ -166,9 +180,13 @@ mod tests {
     #[test]
     fn remove_is_exact_and_idempotent() {
         let mut layer = PromptLayer::default();
-        let first = layer.add_section(Section::new("a", 0.0, "x")).unwrap_or_default();
+        let first = layer
+            .add_section(Section::new("a", 0.0, "x"))
+            .unwrap_or_default();
         layer.remove(first);
-        let second = layer.add_section(Section::new("a", 0.0, "y")).unwrap_or_default();
+        let second = layer
+            .add_section(Section::new("a", 0.0, "y"))
+            .unwrap_or_default();
         layer.remove(first);
         assert_eq!(layer.sections.len(), 1);
         layer.remove(second);

@@ -14,6 +14,7 @@ mod layer;
 mod parts;
 mod render;
 mod runtime_context;
+mod service;
 mod tool_order;
 
 pub use assembly::{Assembly, NamedText, Variables};
@@ -23,5 +24,9 @@ pub use render::{interpolate, is_valid_variable_name, render_prompt};
 pub use runtime_context::{
     is_runtime_context_message, ProjectionState, RuntimeContextProjection, RuntimeSnapshot,
     RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_PREFIX,
+};
+pub use service::{
+    AssembleArgs, SystemPrompt, SystemPromptAssemble, SystemPromptConfig, SystemPromptPlugin,
+    HARNESS_IDENTITY, HARNESS_IDENTITY_SECTION, PERSONA_SECTION,
 };
 pub use tool_order::{ToolOrder, UNLISTED_TOOLS};

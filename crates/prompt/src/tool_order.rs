@@ -131,10 +131,19 @@ mod tests {
 
     #[test]
     fn without_order_tools_sort_by_code_unit() {
-        let tools = vec![tool("read"), tool("Bash"), tool("bash"), tool("\u{1F600}"), tool("\u{FF5E}")];
+        let tools = vec![
+            tool("read"),
+            tool("Bash"),
+            tool("bash"),
+            tool("\u{1F600}"),
+            tool("\u{FF5E}"),
+        ];
         let ordered = order_tools(tools, &BTreeSet::new(), None).unwrap();
         // U+1F600 is a surrogate pair (0xD83D...) and sorts before U+FF5E in UTF-16.
-        assert_eq!(names(&ordered), vec!["Bash", "bash", "read", "\u{1F600}", "\u{FF5E}"]);
+        assert_eq!(
+            names(&ordered),
+            vec!["Bash", "bash", "read", "\u{1F600}", "\u{FF5E}"]
+        );
     }
 
     #[test]
@@ -155,8 +164,10 @@ mod tests {
         let order = ToolOrder::new(["bsah", UNLISTED_TOOLS]).unwrap();
         let error = order_tools(vec![tool("bash")], &known(&["bash"]), Some(&order)).unwrap_err();
         assert_eq!(error.code(), "PROMPT_UNKNOWN_ORDERED_TOOL");
-        assert!(matches!(&error, PromptError::UnknownOrderedTool { name, known }
-            if name == "bsah" && known == &["bash"]));
+        assert!(
+            matches!(&error, PromptError::UnknownOrderedTool { name, known }
+            if name == "bsah" && known == &["bash"])
+        );
     }
 
     #[test]
@@ -174,7 +185,10 @@ mod tests {
     fn order_deserializes_with_validation() {
         let order: ToolOrder = serde_json::from_value(json!(["a", UNLISTED_TOOLS])).unwrap();
         assert_eq!(order.entries(), ["a", UNLISTED_TOOLS]);
-        assert_eq!(serde_json::to_value(&order).unwrap(), json!(["a", UNLISTED_TOOLS]));
+        assert_eq!(
+            serde_json::to_value(&order).unwrap(),
+            json!(["a", UNLISTED_TOOLS])
+        );
         let error = serde_json::from_value::<ToolOrder>(json!(["a"])).unwrap_err();
         assert!(error.to_string().contains("<unlisted-tools>"), "{error}");
     }
