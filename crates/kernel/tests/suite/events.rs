@@ -264,3 +264,203 @@ fn scope_routing_flows_up() {
         ]
     );
 }
+
+#[tokio::test]
+async fn waterfall_snapshots_listeners_at_dispatch_start() {
+    let ctx = Context::root();
+    let registrar = ctx.clone();
+    ctx.on_waterfall::<Wrap, _, _>(move |log, next| {
+        // Registers a new outer-most listener mid-dispatch; it must not run this time.
+        registrar
+            .on_waterfall_with::<Wrap, _, _>(ListenOptions::prepend(), |log, next| async move {
+                log.push("late");
+                next.run().await
+            })
+            .unwrap()
+            .forget();
+        async move {
+            log.push("first");
+            next.run().await
+        }
+    })
+    .unwrap()
+    .forget();
+    let log = Log::default();
+    let default = |log: Arc<Log>| async move {
+        log.push("default");
+        Ok("d".to_string())
+    };
+    ctx.waterfall::<Wrap, _, _>(None, Arc::new(log.clone()), default)
+        .await
+        .unwrap();
+    assert_eq!(log.take(), vec!["first", "default"]);
+    ctx.waterfall::<Wrap, _, _>(None, Arc::new(log.clone()), default)
+        .await
+        .unwrap();
+    assert_eq!(log.take(), vec!["late", "first", "default"]);
+    ctx.waterfall::<Wrap, _, _>(None, Arc::new(log.clone()), default)
+        .await
+        .unwrap();
+    assert_eq!(log.take(), vec!["late", "late", "first", "default"]);
+}
+
+#[test]
+fn emit_snapshot_ignores_listeners_added_or_removed_mid_dispatch() {
+    let ctx = Context::root();
+    let log = Log::default();
+    let second_slot: Arc<std::sync::Mutex<Option<dsh_kernel::Disposer>>> = Default::default();
+    let (c, l, slot) = (ctx.clone(), log.clone(), second_slot.clone());
+    ctx.on::<Ping>(move |_| {
+        l.push("first");
+        if let Some(d) = slot.lock().unwrap().take() {
+            d.dispose();
+        }
+        let l2 = l.clone();
+        c.on::<Ping>(move |_| {
+            l2.push("added");
+            Ok(())
+        })?
+        .forget();
+        Ok(())
+    })
+    .unwrap()
+    .forget();
+    let l = log.clone();
+    let second = ctx
+        .on::<Ping>(move |_| {
+            l.push("second");
+            Ok(())
+        })
+        .unwrap();
+    *second_slot.lock().unwrap() = Some(second);
+    ctx.emit::<Ping>(None, &String::new());
+    assert_eq!(log.take(), vec!["first", "second"]);
+    ctx.emit::<Ping>(None, &String::new());
+    assert_eq!(log.take(), vec!["first", "added"]);
+}
+
+#[test]
+fn reentrant_emit_from_a_listener() {
+    let ctx = Context::root();
+    let log = Log::default();
+    let (c, l) = (ctx.clone(), log.clone());
+    ctx.on::<Ping>(move |p| {
+        l.push(p.clone());
+        if p.len() < 3 {
+            c.emit::<Ping>(None, &format!("{p}x"));
+        }
+        Ok(())
+    })
+    .unwrap()
+    .forget();
+    ctx.emit::<Ping>(None, &"x".to_string());
+    assert_eq!(log.take(), vec!["x", "xx", "xxx"]);
+}
+
+#[tokio::test]
+async fn waterfall_errors_propagate_and_args_are_shared() {
+    let ctx = Context::root();
+    ctx.on_waterfall::<Wrap, _, _>(|log, next| async move {
+        log.push("outer saw args");
+        let r = next.run().await;
+        log.push(format!("outer got {}", r.is_err()));
+        r
+    })
+    .unwrap()
+    .forget();
+    let log = Log::default();
+    let e = ctx
+        .waterfall::<Wrap, _, _>(None, Arc::new(log.clone()), |log| async move {
+            log.push("default failing");
+            Err(err("default broke"))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "default broke");
+    assert_eq!(
+        log.take(),
+        vec!["outer saw args", "default failing", "outer got true"]
+    );
+}
+
+#[tokio::test]
+async fn async_modes_route_by_scope() {
+    let root = Context::root();
+    let agent = ScopeKey::new("agent");
+    let sub = ScopeKey::new("sub");
+    sub.bind_parent(&agent).unwrap();
+    let scoped = root.with_scope(agent.clone());
+
+    scoped
+        .on_serial::<Ask, _, _>(|_| async { Ok(Some("agent".to_string())) })
+        .unwrap()
+        .forget();
+    root.on_serial::<Ask, _, _>(|_| async { Ok(Some("unscoped".to_string())) })
+        .unwrap()
+        .forget();
+    assert_eq!(
+        root.serial::<Ask>(Some(&sub), Arc::new(0)).await.unwrap(),
+        Some("agent".to_string())
+    );
+    assert_eq!(
+        root.serial::<Ask>(None, Arc::new(0)).await.unwrap(),
+        Some("unscoped".to_string())
+    );
+
+    scoped
+        .on_parallel::<Flush, _, _>(|log| async move {
+            log.push("agent");
+            Ok(())
+        })
+        .unwrap()
+        .forget();
+    let log = Log::default();
+    root.parallel::<Flush>(None, Arc::new(log.clone()))
+        .await
+        .unwrap();
+    assert!(log.take().is_empty());
+    root.parallel::<Flush>(Some(&sub), Arc::new(log.clone()))
+        .await
+        .unwrap();
+    assert_eq!(log.take(), vec!["agent"]);
+
+    scoped
+        .on_waterfall::<Wrap, _, _>(|_, _| async { Ok("agent veto".to_string()) })
+        .unwrap()
+        .forget();
+    let default = |_: Arc<Log>| async { Ok("default".to_string()) };
+    let other = ScopeKey::new("other");
+    assert_eq!(
+        root.waterfall::<Wrap, _, _>(Some(&other), Arc::new(Log::default()), default)
+            .await
+            .unwrap(),
+        "default"
+    );
+    assert_eq!(
+        root.waterfall::<Wrap, _, _>(Some(&sub), Arc::new(Log::default()), default)
+            .await
+            .unwrap(),
+        "agent veto"
+    );
+}
+
+#[tokio::test]
+async fn serial_listener_may_register_while_running() {
+    let ctx = Context::root();
+    let c = ctx.clone();
+    ctx.on_serial::<Ask, _, _>(move |_| {
+        let c = c.clone();
+        async move {
+            c.on_serial::<Ask, _, _>(|_| async { Ok(Some("new".to_string())) })?
+                .forget();
+            Ok(None)
+        }
+    })
+    .unwrap()
+    .forget();
+    assert_eq!(ctx.serial::<Ask>(None, Arc::new(0)).await.unwrap(), None);
+    assert_eq!(
+        ctx.serial::<Ask>(None, Arc::new(0)).await.unwrap(),
+        Some("new".to_string())
+    );
+}
