@@ -1,1 +1,48 @@
-//! placeholder
+//! The append-only session event log.
+//!
+//! A [`Session`] is the durable truth of one agent conversation: every fact (turn and step
+//! boundaries, streamed chunks, messages, tool calls and results, request headers, inbox
+//! splices, plugin records) is a frozen [`SessionEvent`] whose `seq` is its index. Model
+//! history is *derived* from the log through the [surface](surface) (`append`/`replace`
+//! nodes), so anything a model saw can be rebuilt from the log alone.
+//!
+//! - [`event`] / [`vocabulary`]: the envelope and the typed payloads of the core types;
+//!   unknown types are carried losslessly as [`EventData::Other`].
+//! - [`Session::append`] validates everything before commit; a refused event leaves the log
+//!   unchanged.
+//! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import);
+//!   [`fork`](fork()) plans a child session; [`interrupted_turn_closers`] repairs crashed tails.
+//! - `SessionStore` (module `store`) is the kernel service that publishes sessions and their
+//!   events to plugins (`session/created`, `session/event`, `session/flush`,
+//!   `session/disposed`).
+
+mod derive;
+mod error;
+pub mod event;
+pub mod event_types;
+mod fork;
+mod header;
+mod repair;
+mod seed;
+mod session;
+pub mod surface;
+mod validate;
+pub mod vocabulary;
+
+pub use derive::{
+    canonical_header, derive_event_message, derive_messages, fold_request_context,
+    fold_request_header, header_equals,
+};
+pub use error::{BoxError, SessionError, SurfaceViolation};
+pub use event::{EventData, SessionEvent, SurfaceOp};
+pub use fork::{fork, Fork};
+pub use header::{SessionHeader, SessionOrigin, SESSION_FORMAT_VERSION};
+pub use repair::{
+    interrupted_turn_closers, TOOL_NOT_STARTED, TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN,
+    TOOL_OUTCOME_UNKNOWN_TEXT,
+};
+pub use seed::{SeedSource, SessionBuilder};
+pub use session::{system_clock, AppendOptions, Clock, Session};
+pub use surface::{fold_surface, Surface};
+pub use validate::json_eq;
+pub use vocabulary::*;

@@ -1,0 +1,136 @@
+//! Seeded construction: building a session from an existing event list.
+//!
+//! A seed is validated event by event with the same rules as `append` (plus `seq == index`),
+//! so a constructed log is one the session could have written itself. When a seed is given
+//! and does not already end with `session/end-seed`, that marker is appended before the
+//! session can be attached to a store, so it is never published on `session/event`.
+
+use crate::error::SessionError;
+use crate::event::{EventData, SessionEvent};
+use crate::header::SessionHeader;
+use crate::session::{system_clock, Clock, Session, State};
+use crate::surface::SurfacePlan;
+use crate::validate::{self, MAX_SAFE_INTEGER};
+use std::sync::Arc;
+
+/// Where a constructor seed came from. Informational: validation is the same for all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SeedSource {
+    /// A prefix of a live session of this process.
+    Fork,
+    /// The stored log of a session being resumed.
+    Persistence,
+    /// Events supplied by a caller (import, replay, tests).
+    Import,
+}
+
+/// Builds a [`Session`].
+pub struct SessionBuilder {
+    header: SessionHeader,
+    seed: Option<(Vec<Arc<SessionEvent>>, SeedSource)>,
+    clock: Option<Clock>,
+}
+
+impl SessionBuilder {
+    pub fn new(header: SessionHeader) -> Self {
+        Self {
+            header,
+            seed: None,
+            clock: None,
+        }
+    }
+
+    /// Seeds the log with `events` (seq must equal index).
+    pub fn seed<I, E>(mut self, events: I, source: SeedSource) -> Self
+    where
+        I: IntoIterator<Item = E>,
+        E: Into<Arc<SessionEvent>>,
+    {
+        self.seed = Some((events.into_iter().map(Into::into).collect(), source));
+        self
+    }
+
+    /// Uses `clock` for event times instead of the wall clock.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Validates header and seed and constructs the session.
+    pub fn build(self) -> Result<Session, SessionError> {
+        self.header.validate()?;
+        let clock = self.clock.unwrap_or_else(system_clock);
+        let mut state = State::default();
+        let Some((seed, source)) = self.seed else {
+            return Ok(Session::from_parts(self.header, 0, None, clock, state));
+        };
+        state.log.reserve(seed.len() + 1);
+        for (index, event) in seed.into_iter().enumerate() {
+            let plan =
+                check_seed_event(&state, index, &event).map_err(|e| SessionError::InvalidSeed {
+                    index,
+                    source: Box::new(e),
+                })?;
+            state.commit(event, plan);
+        }
+        let first_live_seq = state.log.len() as u64;
+        let ends_with_marker = state
+            .log
+            .last()
+            .is_some_and(|e| matches!(e.data, EventData::EndSeed));
+        if !ends_with_marker {
+            let marker = Arc::new(SessionEvent {
+                seq: first_live_seq,
+                time: clock(),
+                data: EventData::EndSeed,
+                ignorable: false,
+                surface_op: None,
+                source_event_seqs: None,
+            });
+            state.commit(marker, SurfacePlan::None);
+        }
+        Ok(Session::from_parts(
+            self.header,
+            first_live_seq,
+            Some(source),
+            clock,
+            state,
+        ))
+    }
+}
+
+fn check_seed_event(
+    state: &State,
+    index: usize,
+    event: &SessionEvent,
+) -> Result<SurfacePlan, SessionError> {
+    if event.seq != index as u64 {
+        return Err(SessionError::InvalidEnvelope {
+            reason: format!(
+                "seq {} at index {index}; a seed must be contiguous from 0",
+                event.seq
+            ),
+        });
+    }
+    if event.time > MAX_SAFE_INTEGER || event.seq > MAX_SAFE_INTEGER {
+        return Err(SessionError::InvalidEnvelope {
+            reason: "seq and time must be safe integers".into(),
+        });
+    }
+    validate::check_data(&event.data)?;
+    validate::check_known(&event.data, event.ignorable)?;
+    state
+        .fold
+        .plan(
+            event.seq,
+            &event.data,
+            event.surface_op.as_ref(),
+            event.source_event_seqs.as_deref(),
+            &state.log,
+        )
+        .map_err(|violation| SessionError::InvalidSurface {
+            seq: event.seq,
+            type_name: event.type_name().to_owned(),
+            violation,
+        })
+}
