@@ -1,0 +1,237 @@
+//! The zstd container: a file is a concatenation of independent, checksummed frames.
+//!
+//! The header line gets a frame of its own so that listing decodes a few hundred bytes, not
+//! the whole log; every durable append batch is one more frame, so a crash mid-append can
+//! only damage the last frame, and the frames before it stay readable.
+
+use std::io::{self, Read};
+
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+use zstd::zstd_safe::CParameter;
+
+use crate::error::FrameLocation;
+
+/// Compression level of new frames; the zstd default, cheap and effective on JSON.
+const LEVEL: i32 = 3;
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// Compresses `text` into one checksummed frame.
+pub(crate) fn encode_frame(text: &[u8]) -> io::Result<Vec<u8>> {
+    let mut compressor = zstd::bulk::Compressor::new(LEVEL)?;
+    compressor.set_parameter(CParameter::ChecksumFlag(true))?;
+    compressor.compress(text)
+}
+
+/// One decoded frame.
+#[derive(Debug)]
+pub(crate) struct DecodedFrame {
+    pub location: FrameLocation,
+    /// The decoded text (all of it, or as much as an incomplete frame yielded).
+    pub text: Vec<u8>,
+    /// False for a final frame the file ends inside of.
+    pub complete: bool,
+}
+
+/// How the byte stream after the last decoded frame looks.
+#[derive(Debug, PartialEq)]
+pub(crate) enum FramesEnd {
+    /// The file ends exactly after a complete frame (or inside the last, incomplete one).
+    Clean,
+    /// Only zero bytes follow: space a crash left allocated but never wrote.
+    ZeroFilled { offset: u64 },
+    /// A frame does not decode: bad magic, bad block or checksum mismatch.
+    Damaged {
+        location: FrameLocation,
+        message: String,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct DecodedFrames {
+    pub frames: Vec<DecodedFrame>,
+    pub end: FramesEnd,
+}
+
+/// Decodes every frame of a log, stopping at the first damage.
+pub(crate) fn decode_frames(data: &[u8]) -> io::Result<DecodedFrames> {
+    let mut decoder = Decoder::new()?;
+    let mut out = vec![0u8; OUT_CHUNK];
+    let mut frames = Vec::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let location = FrameLocation {
+            index: frames.len() as u64,
+            offset: pos as u64,
+        };
+        if data[pos..].iter().all(|b| *b == 0) {
+            let end = FramesEnd::ZeroFilled {
+                offset: location.offset,
+            };
+            return Ok(DecodedFrames { frames, end });
+        }
+        decoder.reinit()?;
+        let mut text = Vec::new();
+        let complete = loop {
+            let mut input = InBuffer::around(&data[pos..]);
+            let mut output = OutBuffer::around(&mut out[..]);
+            let remaining = match decoder.run(&mut input, &mut output) {
+                Ok(remaining) => remaining,
+                Err(err) => {
+                    let end = FramesEnd::Damaged {
+                        location,
+                        message: err.to_string(),
+                    };
+                    return Ok(DecodedFrames { frames, end });
+                }
+            };
+            pos += input.pos();
+            let produced = output.pos();
+            text.extend_from_slice(&out[..produced]);
+            if remaining == 0 {
+                break true;
+            }
+            // All input consumed and the output buffer not filled: the decoder is waiting
+            // for bytes the file does not have.
+            if pos == data.len() && produced < out.len() {
+                break false;
+            }
+        };
+        frames.push(DecodedFrame {
+            location,
+            text,
+            complete,
+        });
+    }
+    Ok(DecodedFrames {
+        frames,
+        end: FramesEnd::Clean,
+    })
+}
+
+/// Decodes only as much of the first frame as it takes to see its first line.
+///
+/// Returns the decoded bytes (ending with the first `\n` when there is one) and whether
+/// the frame was complete or the line was found; listing uses this to avoid reading logs.
+pub(crate) fn decode_first_line(reader: &mut impl Read) -> io::Result<(Vec<u8>, bool)> {
+    let mut decoder = Decoder::new()?;
+    let mut input = vec![0u8; 16 * 1024];
+    let mut out = vec![0u8; OUT_CHUNK];
+    let mut text = Vec::new();
+    loop {
+        let read = reader.read(&mut input)?;
+        if read == 0 {
+            return Ok((text, false));
+        }
+        let mut consumed = 0;
+        while consumed < read {
+            let mut in_buf = InBuffer::around(&input[consumed..read]);
+            let mut out_buf = OutBuffer::around(&mut out[..]);
+            let remaining = decoder.run(&mut in_buf, &mut out_buf)?;
+            consumed += in_buf.pos();
+            let produced = out_buf.pos();
+            text.extend_from_slice(&out[..produced]);
+            if let Some(newline) = text.iter().position(|b| *b == b'\n') {
+                text.truncate(newline + 1);
+                return Ok((text, true));
+            }
+            if remaining == 0 {
+                return Ok((text, true));
+            }
+            if in_buf.pos() == 0 && produced == 0 {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_of(frames: &[&[u8]]) -> Vec<u8> {
+        frames
+            .iter()
+            .flat_map(|f| encode_frame(f).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn decodes_concatenated_frames_with_their_offsets() {
+        let first = encode_frame(b"header\n").unwrap();
+        let data = file_of(&[b"header\n", b"a\nb\n"]);
+        let decoded = decode_frames(&data).unwrap();
+        assert_eq!(decoded.end, FramesEnd::Clean);
+        let summary: Vec<_> = decoded
+            .frames
+            .iter()
+            .map(|f| {
+                (
+                    f.location.index,
+                    f.location.offset,
+                    f.text.clone(),
+                    f.complete,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (0, 0, b"header\n".to_vec(), true),
+                (1, first.len() as u64, b"a\nb\n".to_vec(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_carry_a_checksum() {
+        let frame = encode_frame(b"x\n").unwrap();
+        // frame header descriptor byte: bit 2 is the content checksum flag
+        assert_eq!(frame[4] & 0b100, 0b100);
+    }
+
+    #[test]
+    fn an_incomplete_final_frame_keeps_what_decoded() {
+        let text: Vec<u8> = (0..2000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let mut data = file_of(&[b"h\n", &text]);
+        data.truncate(data.len() - 6);
+        let decoded = decode_frames(&data).unwrap();
+        assert_eq!(decoded.end, FramesEnd::Clean);
+        let last = &decoded.frames[1];
+        assert!(!last.complete);
+        assert!(text.starts_with(&last.text));
+    }
+
+    #[test]
+    fn damage_and_zero_fill_are_told_apart() {
+        let mut data = file_of(&[b"h\n", b"a\n"]);
+        let second = encode_frame(b"h\n").unwrap().len();
+        let clean_len = data.len();
+        data.extend_from_slice(&[0; 64]);
+        assert_eq!(
+            decode_frames(&data).unwrap().end,
+            FramesEnd::ZeroFilled {
+                offset: clean_len as u64
+            }
+        );
+        let mut damaged = file_of(&[b"h\n", b"abcdef\n"]);
+        let last = damaged.len() - 5;
+        damaged[last] ^= 0x40;
+        match decode_frames(&damaged).unwrap().end {
+            FramesEnd::Damaged { location, .. } => {
+                assert_eq!((location.index, location.offset), (1, second as u64))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_line_decoding_stops_early() {
+        let data = file_of(&[b"{\"type\":\"session\"}\n", b"rest\n"]);
+        let (line, found) = decode_first_line(&mut data.as_slice()).unwrap();
+        assert_eq!((line, found), (b"{\"type\":\"session\"}\n".to_vec(), true));
+        let (partial, found) = decode_first_line(&mut &data[..5]).unwrap();
+        assert_eq!((partial, found), (Vec::new(), false));
+    }
+}

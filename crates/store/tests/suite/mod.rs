@@ -1,0 +1,5 @@
+mod common;
+mod damage;
+mod fixtures;
+mod packing;
+mod round_trip;
