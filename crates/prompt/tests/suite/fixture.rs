@@ -62,3 +62,40 @@ fn restoring_the_fixture_retains_its_snapshot_and_suppresses_a_repeat() {
         None
     );
 }
+
+#[tokio::test]
+async fn registered_contexts_produce_the_recorded_snapshot() {
+    use dsh_prompt::{ContextEntry, SystemPromptConfig};
+    let recorded = recorded_snapshot();
+    let recorded_value = serde_json::to_value(&recorded).unwrap();
+    let sections: Vec<NamedText> =
+        serde_json::from_value(recorded_value["source"]["sections"].clone()).unwrap();
+    let (root, prompt) = super::mounted(SystemPromptConfig::default());
+    // Registered out of order, with the workspace path as a variable: order and
+    // interpolation must still reproduce the recorded text.
+    let approval = sections[1].text.clone();
+    let sandbox = sections[0].text.replace("/home/user/project", "{{cwd}}");
+    prompt
+        .context(&root, ContextEntry::new("approval:policy", 115.0, approval))
+        .unwrap()
+        .forget();
+    prompt
+        .context(&root, ContextEntry::new("sandbox:policy", 110.0, sandbox))
+        .unwrap()
+        .forget();
+    prompt
+        .context(&root, ContextEntry::new("empty", 120.0, ""))
+        .unwrap()
+        .forget();
+    prompt
+        .variable(&root, "cwd", |_| Some("/home/user/project".into()))
+        .unwrap()
+        .forget();
+
+    let assembly = super::assemble(&root, &prompt, None).await;
+    let current = RuntimeSnapshot::render(&assembly).unwrap();
+    assert_eq!(current.sections, sections);
+    let projected = RuntimeContextProjection::new().project(&current).unwrap();
+    assert_eq!(projected.content, recorded.content);
+    assert_eq!(projected.source, recorded.source);
+}

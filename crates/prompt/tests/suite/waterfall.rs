@@ -138,3 +138,15 @@ async fn the_assembled_scope_is_the_carrier() {
         vec![Some("agent".to_owned()), Some("child".to_owned())]
     );
 }
+
+#[tokio::test]
+async fn assembly_can_run_on_a_spawned_task() {
+    let (root, prompt) = mounted(SystemPromptConfig::default());
+    let task = tokio::spawn(async move {
+        prompt
+            .assemble(&root, AssembleContext::default())
+            .await
+            .map(|a| a.sections.len())
+    });
+    assert_eq!(task.await.unwrap().unwrap(), 2);
+}
