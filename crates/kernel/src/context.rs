@@ -3,7 +3,7 @@
 use std::any::{type_name, Any, TypeId};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use crate::dispatch::Next;
 use crate::error::{BoxError, KernelError};
@@ -265,6 +265,28 @@ impl Context {
     ) -> Result<Disposer, KernelError> {
         let call: Arc<NotifyFn<E>> = Arc::new(f);
         self.listen(TypeId::of::<NotifyKey<E>>(), E::NAME, opts, call)
+    }
+
+    /// Observes the next `E` this context would hear, then unregisters itself.
+    pub fn once<E: Notification>(
+        &self,
+        f: impl FnOnce(&E::Payload) -> Result<(), BoxError> + Send + 'static,
+    ) -> Result<Disposer, KernelError> {
+        let own: Arc<OnceLock<Disposer>> = Arc::new(OnceLock::new());
+        let pending = Mutex::new(Some(f));
+        let own_in_listener = own.clone();
+        let disposer = self.on::<E>(move |payload| {
+            let Some(f) = lock(&pending).take() else {
+                return Ok(());
+            };
+            if let Some(d) = own_in_listener.get() {
+                d.dispose();
+            }
+            f(payload)
+        })?;
+        // Only this call sets it; a failed set is impossible and harmless.
+        let _ = own.set(disposer.clone());
+        Ok(disposer)
     }
 
     /// Joins serial chain `E`; returning `Some` stops the chain with that value.

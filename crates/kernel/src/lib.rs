@@ -8,6 +8,33 @@
 //! listeners registered in ancestor scopes, while registries built on [`ScopedLayers`] let
 //! registrations flow *down* (a scope sees its ancestors' layers, nearest wins).
 //! Plugins are compiled in, listed in a [`PluginTable`] and mounted from a [`Composition`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use dsh_kernel::{Context, Event, Waterfall};
+//!
+//! /// One type per extension point; the name is for logs.
+//! struct PreStep;
+//! impl Event for PreStep { const NAME: &'static str = "agent/pre-step"; }
+//! impl Waterfall for PreStep { type Args = Vec<String>; type Output = bool; }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let root = Context::root();
+//! let plugin = root.child("guard")?;
+//! // Middleware: not calling `next` vetoes everything inward, including the default.
+//! plugin.on_waterfall::<PreStep, _, _>(|msgs, next| async move {
+//!     if msgs.iter().any(|m| m.contains("rm -rf")) { return Ok(false); }
+//!     next.run().await
+//! })?.forget();
+//!
+//! let enter = |_: Arc<Vec<String>>| async { Ok(true) };
+//! let args = Arc::new(vec!["rm -rf /".to_string()]);
+//! assert!(!root.waterfall::<PreStep, _, _>(None, args.clone(), enter).await?);
+//! plugin.fiber().dispose(); // the guard unwinds with its fiber
+//! assert!(root.waterfall::<PreStep, _, _>(None, args, enter).await?);
+//! # Ok::<(), dsh_kernel::BoxError>(())
+//! # }).unwrap();
+//! ```
 
 mod composition;
 mod context;

@@ -464,3 +464,22 @@ async fn serial_listener_may_register_while_running() {
         Some("new".to_string())
     );
 }
+
+#[test]
+fn once_fires_a_single_time_and_unregisters() {
+    let ctx = Context::root();
+    let log = Log::default();
+    let l = log.clone();
+    let d = ctx
+        .once::<Ping>(move |p| {
+            l.push(p.clone());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(ctx.live_counts(), (1, 0));
+    ctx.emit::<Ping>(None, &"a".into());
+    ctx.emit::<Ping>(None, &"b".into());
+    assert_eq!(log.take(), vec!["a"]);
+    assert!(d.is_disposed());
+    assert_eq!(ctx.live_counts(), (0, 0));
+}
