@@ -17,6 +17,7 @@ mod error;
 pub mod events;
 mod execution;
 mod pipeline;
+mod plugin;
 mod registry;
 mod result;
 
@@ -31,5 +32,6 @@ pub use events::{
 };
 pub use execution::{AgentHandle, Extensions, ToolCall, ToolExecution};
 pub use pipeline::{Dispatched, Prepared, ReadyCall};
+pub use plugin::{ToolsConfig, ToolsPlugin};
 pub use registry::{ExecutionMode, GuardDecision, Restriction, ToolRuntime, RESERVED_TOOL_NAME};
 pub use result::{ToolErrorDetail, ToolOutcome, ToolResult};

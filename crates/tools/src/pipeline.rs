@@ -314,7 +314,16 @@ async fn run_body(args: Arc<ExecuteArgs>) -> Result<Result<Value, ToolFailure>, 
     let wrapper = args.signal();
     let fused = exec.signal().clone();
     let timeout = tool.timeout();
-    let body = AssertUnwindSafe(tool.execute(exec.arguments().clone(), &exec)).catch_unwind();
+    // A tool may panic while building its future as well as while running it.
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        tool.execute(exec.arguments().clone(), &exec)
+    }));
+    let body = async {
+        match started {
+            Ok(body) => AssertUnwindSafe(body).catch_unwind().await,
+            Err(panic) => Err(panic),
+        }
+    };
     let forward = async {
         wrapper.cancelled().await;
         fused.cancel();

@@ -579,3 +579,55 @@ async fn results_are_announced_to_listeners_of_the_calling_scope() {
         vec!["parent:call-1:false", "unscoped:call-1:false"]
     );
 }
+
+#[test]
+fn pipeline_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (_ctx, tools) = setup();
+    let prepare = tools.prepare(call("x", "{}"));
+    assert_send(&prepare);
+    let execute = tools.execute(call("x", "{}"));
+    assert_send(&execute);
+    let runtime = tools.clone();
+    let spawned = async move {
+        if let Prepared::Ready(ready) = runtime.prepare(call("x", "{}")).await {
+            let done = runtime.dispatch(ready).await;
+            runtime.finalize(done).await;
+        }
+    };
+    assert_send(&spawned);
+}
+
+#[tokio::test]
+async fn tools_panicking_before_their_future_starts_are_contained() {
+    struct Eager;
+    impl dsh_tools::Tool for Eager {
+        fn name(&self) -> &str {
+            "eager"
+        }
+        fn description(&self) -> String {
+            String::new()
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn execute<'a>(
+            &'a self,
+            _args: Value,
+            _exec: &'a ToolExecution,
+        ) -> futures_util::future::BoxFuture<'a, Result<Value, ToolFailure>> {
+            panic!("eager panic")
+        }
+    }
+    let (ctx, tools) = setup();
+    tools.register(&ctx, Arc::new(Eager)).unwrap().forget();
+    let result = tools.execute(call("eager", "{}")).await;
+    assert_eq!(
+        result.to_json(),
+        error_json(
+            "tool panicked: eager panic",
+            "PanicError",
+            codes::TOOL_PANICKED
+        )
+    );
+}
