@@ -1,0 +1,7 @@
+mod append;
+mod common;
+mod fixtures;
+mod fork;
+mod properties;
+mod repair;
+mod seed;
