@@ -478,9 +478,39 @@ async fn scoped_hooks_only_see_their_scope() {
         tools.execute(scoped).await.to_json(),
         denied("agent policy")
     );
+    let key = agent.scope().unwrap().clone();
     agent.fiber().dispose();
-    assert!(!tools
-        .execute(call("t").scope(ScopeKey::new("agent")))
-        .await
-        .is_error());
+    assert!(!tools.execute(call("t").scope(key)).await.is_error());
+}
+
+/// Never answers.
+struct Silent;
+
+impl ApprovalService for Silent {
+    fn request(&self, _request: ApprovalRequest) -> BoxFuture<'_, ApprovalOutcome> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn cancelling_while_waiting_for_approval_never_dispatches() {
+    let (ctx, tools) = setup();
+    let (tool, runs) = counted("bash");
+    tools.register(&ctx, tool.arc()).unwrap().forget();
+    decide(&ctx, PreExecuteDecision::Ask { reason: None });
+    ctx.provide(Arc::new(Approval::new(Silent)))
+        .unwrap()
+        .forget();
+    let caller = CancellationToken::new();
+    let run = tools.execute(call("bash").signal(caller.clone()));
+    let cancel = async {
+        tokio::task::yield_now().await;
+        caller.cancel();
+    };
+    let (result, ()) = tokio::join!(run, cancel);
+    assert_eq!(
+        result.error_info().unwrap().code,
+        codes::ABORTED_BEFORE_DISPATCH
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
