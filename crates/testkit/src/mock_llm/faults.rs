@@ -182,17 +182,15 @@ fn stream_steps(reply: &Reply, ctx: &RenderContext) -> Vec<StreamStep> {
         _ => None,
     };
     let delay = reply
-        .chunk_delay_ms
+        .delay_ms
         .filter(|ms| *ms > 0)
         .map(Duration::from_millis);
     let mut steps = Vec::new();
-    let mut sent = 0usize;
-    let mut push_event = |steps: &mut Vec<StreamStep>, payload: String| {
-        if let (Some(delay), true) = (delay, sent > 0) {
+    let push_event = |steps: &mut Vec<StreamStep>, payload: String| {
+        if let Some(delay) = delay {
             steps.push(StreamStep::Sleep(delay));
         }
         steps.push(StreamStep::Event(payload));
-        sent += 1;
     };
     for i in 0..=payloads.len() {
         if fault_at == Some(i) {
@@ -281,11 +279,11 @@ mod tests {
     }
 
     #[test]
-    fn chunk_delay_goes_between_events() {
-        let plan = plan_reply(&Reply::text("ab").chunk_delay_ms(5), &ctx(), true);
+    fn delay_paces_every_event() {
+        let plan = plan_reply(&Reply::text("ab").delay_ms(5), &ctx(), true);
         assert_eq!(
             kinds(&plan),
-            ["ev", "sleep5", "ev", "sleep5", "done", "end"]
+            ["sleep5", "ev", "sleep5", "ev", "sleep5", "done", "end"]
         );
     }
 

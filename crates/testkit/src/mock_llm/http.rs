@@ -131,6 +131,15 @@ impl Connection {
             headers,
             body: Vec::new(),
         };
+        // curl (not reqwest) waits for this before sending large bodies.
+        let expects_continue = request
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+        if expects_continue {
+            self.stream
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await?;
+        }
         let chunked = request
             .header("transfer-encoding")
             .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));

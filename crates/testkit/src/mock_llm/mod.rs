@@ -21,7 +21,35 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The `dsh-mock-llm` binary serves a script file the same way.
+//! # Script files
+//!
+//! The JSON form (what `dsh-mock-llm --script` reads) is a superset of the fixtures'
+//! `script.json`:
+//!
+//! ```json
+//! {
+//!   "index_by": "assistant_turns",
+//!   "rules": [{"match": {"no_tools": true, "max_tokens_le": 64}, "response": {"text": "A title"}}],
+//!   "responses": [
+//!     {"reasoning": "Look first.", "text": "Reading.", "chunks": 3,
+//!      "tool_calls": [{"name": "read", "arguments": {"file_path": "a.md"}}], "arg_chunks": 2},
+//!     {"status": 429, "error_message": "slow down", "retry_after": "2"},
+//!     {"text": "partial", "fault": {"kind": "reset", "after_chunks": 1}},
+//!     {"text": "Done.", "finish_reason": "length", "delay_ms": 5,
+//!      "usage": {"prompt_tokens": 900, "cached_tokens": 800}}
+//!   ]
+//! }
+//! ```
+//!
+//! Rules are tried first and never used up. Otherwise `index_by` picks the entry: `order`
+//! (default) takes the next unused response; `assistant_turns` takes the entry whose index is
+//! the number of assistant messages in the request, so retries repeat a reply. A request
+//! past the end gets HTTP 500 with error code `script_exhausted`. Usage is reported only
+//! when the request sets `stream_options.include_usage` (as real servers do); non-stream
+//! completions always carry it.
+//!
+//! The `dsh-mock-llm` binary serves a script file the same way; it prints
+//! `listening on http://127.0.0.1:PORT` first and exits 0 on SIGINT or SIGTERM.
 
 mod error;
 mod faults;

@@ -104,12 +104,17 @@ pub struct Reply {
     /// Overrides parts of the reported usage; unset parts are estimated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageSpec>,
-    /// Wait this long before sending the response head.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Pause before each streamed `data:` event, `[DONE]` included (the fixtures' meaning:
+    /// it paces the stream). Streams only.
+    #[serde(
+        default,
+        alias = "chunk_delay_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub delay_ms: Option<u64>,
-    /// Wait this long before each streamed event after the first.
+    /// Pause after reading the request, before the response head (any reply kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunk_delay_ms: Option<u64>,
+    pub head_delay_ms: Option<u64>,
     /// Answer with this HTTP status; non-2xx statuses send an OpenAI-style error body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -416,15 +421,15 @@ impl Reply {
         self
     }
 
-    /// Delays the response head.
+    /// Pauses before each streamed event.
     pub fn delay_ms(mut self, ms: u64) -> Self {
         self.delay_ms = Some(ms);
         self
     }
 
-    /// Delays each streamed event after the first.
-    pub fn chunk_delay_ms(mut self, ms: u64) -> Self {
-        self.chunk_delay_ms = Some(ms);
+    /// Pauses before the response head.
+    pub fn head_delay_ms(mut self, ms: u64) -> Self {
+        self.head_delay_ms = Some(ms);
         self
     }
 

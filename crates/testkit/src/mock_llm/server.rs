@@ -268,7 +268,7 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
                 };
                 let delay = selection
                     .reply
-                    .and_then(|r| r.delay_ms)
+                    .and_then(|r| r.head_delay_ms)
                     .filter(|ms| *ms > 0)
                     .map(Duration::from_millis);
                 (selection.served, plan, delay)

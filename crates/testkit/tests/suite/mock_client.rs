@@ -191,7 +191,9 @@ impl RawClient {
             body: Vec::new(),
             end: BodyEnd::Complete,
         };
-        if response.header("transfer-encoding") == Some("chunked") {
+        if (100..200).contains(&status) {
+            // Interim response: no body.
+        } else if response.header("transfer-encoding") == Some("chunked") {
             self.read_chunked(&mut response, stop_after).await;
         } else {
             let length: usize = response

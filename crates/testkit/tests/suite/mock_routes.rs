@@ -235,3 +235,21 @@ async fn chunked_request_bodies_are_accepted() {
     assert_eq!(server.requests()[0].body, chat_body(false));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn expect_continue_gets_an_interim_response_before_the_body() {
+    let server = MockServer::start(Script::new().respond(Reply::text("ok")))
+        .await
+        .unwrap();
+    let mut client = RawClient::connect(server.addr()).await;
+    let body = chat_body(false).to_string();
+    let head = format!(
+        "POST /chat/completions HTTP/1.1\r\nexpect: 100-continue\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    client.send_raw(head.as_bytes()).await;
+    assert_eq!(client.read_response().await.unwrap().status, 100);
+    client.send_raw(body.as_bytes()).await;
+    assert_eq!(client.read_response().await.unwrap().status, 200);
+    server.shutdown().await;
+}

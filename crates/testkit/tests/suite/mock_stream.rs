@@ -47,7 +47,7 @@ async fn text_is_split_into_deltas_then_finish_usage_done() {
 async fn reasoning_then_text_with_keep_alive_between_requests() {
     let script = Script::new()
         .respond(Reply::text("Hi!").with_reasoning("Greet them.").chunks(2))
-        .respond(Reply::text("Again").chunk_delay_ms(1));
+        .respond(Reply::text("Again").delay_ms(1).head_delay_ms(1));
     let (server, mut client) = serve(script).await;
     let first = client
         .request("POST", "/v1/chat/completions", Some(&chat_body(true)))
