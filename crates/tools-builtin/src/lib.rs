@@ -1,1 +1,36 @@
-//! placeholder
+//! The coding tools' bodies, the sandbox that confines them, and secret scrubbing.
+//!
+//! Each tool is a unit struct implementing [`BuiltinTool`]: a model-facing name, description
+//! and JSON schema, typed arguments with the original parameter names, and an async body that
+//! takes the session's [`ToolEnv`] and a cancellation token. Registration, approval and the
+//! call pipeline live in `dsh-tools`; this crate has no opinion about them.
+//!
+//! | tool | concurrency | module |
+//! |---|---|---|
+//! | `bash` | exclusive | [`bash`] |
+//! | `read`, `write`, `edit` | read parallel, others exclusive | [`fs_tools`] |
+//! | `glob`, `grep` | parallel | [`search`] |
+//! | `todo_write` | exclusive | [`todo`] |
+//! | `web_fetch` | parallel | [`web_fetch`] |
+//!
+//! Safety is layered: every file tool checks writes against the session's [`SandboxPolicy`]
+//! itself (after resolving symlinks), and bash commands are confined by the kernel (Landlock
+//! plus a private mount namespace that keeps `.git` read-only), with credentials scrubbed from
+//! their environment and known secret values scrubbed from their output.
+
+pub mod bash;
+mod env;
+mod error;
+pub mod fs_tools;
+mod output;
+mod paths;
+mod process;
+pub mod sandbox;
+pub mod scrub;
+mod tool;
+
+pub use bash::{Bash, BashArgs};
+pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
+pub use error::{EditCandidate, ToolError};
+pub use sandbox::{SandboxMode, SandboxPolicy, SandboxProbe, UnconfinedFallback};
+pub use tool::{BuiltinTool, ToolOutput};

@@ -1,0 +1,337 @@
+//! `bash`: one fresh `bash -c` per call, confined by the session's sandbox.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::env::ToolEnv;
+use crate::error::ToolError;
+use crate::output::OutputCollector;
+use crate::process::{self, CommandSpec, Termination};
+use crate::sandbox::{self, Enforcement, SandboxProbe};
+use crate::scrub::scrub_child_env;
+use crate::tool::{lenient_u64, BuiltinTool, ToolOutput};
+
+/// The `bash` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bash;
+
+/// Arguments of `bash` (the original's parameter names).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct BashArgs {
+    pub command: String,
+    /// A short label for the UI; not used by the body.
+    #[serde(default)]
+    pub description: String,
+    #[serde(
+        default,
+        rename = "timeoutMs",
+        deserialize_with = "lenient_u64::deserialize"
+    )]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub workdir: Option<String>,
+}
+
+const DESCRIPTION: &str = "Run a command with `bash -c` and return its combined stdout and stderr. \
+Every call starts a fresh shell: nothing (cwd, variables, functions) carries over between calls, so \
+pass `workdir` rather than relying on `cd`. A non-zero exit is reported as `[exit code: N]`, a \
+command killed by a signal as `[signal: NAME]`, and one that runs past its timeout as `[timeout: ...]`. \
+Facts about the harness are available in `$DSH_*` variables, and `$TMPDIR` is a private scratch \
+directory. Commands may run under a file sandbox: a write it blocks is reported as \
+`[sandbox: file access denied under <mode> mode]`, which is a policy decision, not a bug in the \
+command — do not work around it. Background processes do not outlive the call. Long output is \
+shortened to its beginning and end, and the full output is saved to a file whose path is reported.";
+
+/// A sandbox denial looks like one of these in the command's own error output.
+const DENIAL_SIGNATURES: &[&str] = &["Read-only file system", "Permission denied"];
+
+impl BuiltinTool for Bash {
+    const NAME: &'static str = "bash";
+    type Args = BashArgs;
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command to run."},
+                "description": {
+                    "type": "string",
+                    "description": "What the command does, in 5-10 words of active voice, for the UI (e.g. \"git status\" -> \"Show working tree status\")."
+                },
+                "timeoutMs": {
+                    "type": "number",
+                    "description": "Timeout in milliseconds (default 120000, at most 600000). The command and everything it started are killed when it expires."
+                },
+                "workdir": {
+                    "type": "string",
+                    "description": "Directory to run in. Defaults to the workspace; a relative path resolves against it."
+                }
+            },
+            "required": ["command", "description"]
+        })
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+
+    async fn run(
+        &self,
+        args: BashArgs,
+        env: &ToolEnv,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        if args.command.trim().is_empty() {
+            return Err(ToolError::invalid(Self::NAME, "command is empty"));
+        }
+        let timeout = effective_timeout(env, args.timeout_ms)?;
+        let cwd = resolve_workdir(env, args.workdir.as_deref())?;
+        let probe = SandboxProbe::current();
+        let confinement = sandbox::prepare(env.sandbox(), probe, &cwd)?;
+        let sandbox_label = confinement.label();
+        let enforcement = confinement.enforcement;
+        let notice = confinement.notice.filter(|_| env.take_notice_slot());
+        let spec = CommandSpec {
+            program: bash_program(),
+            args: vec![OsString::from("-c"), OsString::from(&args.command)],
+            cwd: cwd.clone(),
+            env: child_env(env),
+            timeout,
+            kill_grace: env.limits().kill_grace,
+            exit_drain: env.limits().exit_drain,
+            setup: confinement.child,
+        };
+        let mut collector = OutputCollector::new(env.limits().collector(), env.spill_dir(), "bash");
+        let termination = process::run(spec, &mut collector, cancel).await?;
+        let scrubber = env.scrubber();
+        let output = collector.finish(|text| scrubber.scrub(text).into_owned());
+
+        let mut content = if output.text.is_empty() {
+            "(no output)".to_string()
+        } else {
+            output.text
+        };
+        let (exit_code, signal) = match termination {
+            Termination::Exited(0) => (Some(0), None),
+            Termination::Exited(code) => {
+                push_marker(&mut content, format!("[exit code: {code}]"));
+                (Some(code), None)
+            }
+            Termination::Signaled(sig) => {
+                let name = process::signal_name(sig);
+                push_marker(&mut content, format!("[signal: {name}]"));
+                (None, Some(name))
+            }
+            Termination::TimedOut => {
+                push_marker(
+                    &mut content,
+                    format!(
+                        "[timeout: the command ran longer than {} ms and was killed]",
+                        timeout.as_millis()
+                    ),
+                );
+                (None, None)
+            }
+        };
+        let confined = matches!(enforcement, Enforcement::Full | Enforcement::LandlockOnly);
+        let failed = !matches!(termination, Termination::Exited(0));
+        let denied = confined && failed && DENIAL_SIGNATURES.iter().any(|s| content.contains(s));
+        if denied {
+            push_marker(
+                &mut content,
+                format!(
+                    "[sandbox: file access denied under {} mode]",
+                    env.sandbox().mode()
+                ),
+            );
+        }
+        if let Some(notice) = &notice {
+            push_marker(
+                &mut content,
+                format!("[sandbox notice: {}]", notice.message),
+            );
+        }
+        let metadata = json!({
+            "exitCode": exit_code,
+            "signal": signal,
+            "timedOut": termination == Termination::TimedOut,
+            "timeoutMs": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            "truncated": output.truncated,
+            "outputBytes": output.total_bytes,
+            "spillPath": output.spill_path.as_ref().map(|p| p.display().to_string()),
+            "workdir": cwd.display().to_string(),
+            "sandbox": sandbox_label,
+            "sandboxDenied": denied,
+            "sandboxNotice": notice.as_ref().map(|n| n.message.clone()),
+        });
+        Ok(ToolOutput { content, metadata })
+    }
+}
+
+/// Appends a `[...]` marker on its own line.
+fn push_marker(content: &mut String, marker: String) {
+    if !content.ends_with('\n') {
+        content.push('\n');
+    }
+    content.push_str(&marker);
+}
+
+fn effective_timeout(env: &ToolEnv, requested: Option<u64>) -> Result<Duration, ToolError> {
+    let limits = env.limits();
+    match requested {
+        None => Ok(limits.bash_default_timeout),
+        Some(0) => Err(ToolError::invalid(
+            Bash::NAME,
+            "timeoutMs must be a positive number of milliseconds",
+        )),
+        Some(ms) => Ok(Duration::from_millis(ms).min(limits.bash_max_timeout)),
+    }
+}
+
+/// The working directory: the workspace, or `workdir` resolved against it, which must exist
+/// and (unless unconfined) lie inside the sandbox's writable roots.
+fn resolve_workdir(env: &ToolEnv, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
+    let Some(raw) = workdir.filter(|w| !w.trim().is_empty()) else {
+        return Ok(env.workspace().to_path_buf());
+    };
+    let absolute = crate::paths::absolutize(env.workspace(), raw);
+    let dir = absolute
+        .canonicalize()
+        .map_err(|e| ToolError::io("resolving workdir", &absolute, e))?;
+    if !dir.is_dir() {
+        return Err(ToolError::invalid(
+            Bash::NAME,
+            format!("workdir {} is not a directory", dir.display()),
+        ));
+    }
+    if !env.sandbox().allows_workdir(&dir) {
+        let roots: Vec<String> = env
+            .sandbox()
+            .writable_roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        return Err(ToolError::WorkdirOutsideRoots {
+            path: dir,
+            roots: roots.join(", "),
+        });
+    }
+    Ok(dir)
+}
+
+/// The child's environment: the base environment minus secrets, plus TMPDIR and DSH_* facts.
+fn child_env(env: &ToolEnv) -> Vec<(OsString, OsString)> {
+    let mut vars = scrub_child_env(env.base_env());
+    vars.retain(|(name, _)| name != "TMPDIR");
+    let mut set = |name: &str, value: OsString| vars.push((OsString::from(name), value));
+    set("TMPDIR", env.temp_dir().as_os_str().to_owned());
+    set("DSH_WORKSPACE", env.workspace().as_os_str().to_owned());
+    set(
+        "DSH_SANDBOX_MODE",
+        OsString::from(env.sandbox().mode().as_str()),
+    );
+    if let Some(id) = &env.facts().session_id {
+        set("DSH_SESSION_ID", OsString::from(id));
+    }
+    if let Some(home) = &env.facts().dsh_home {
+        set("DSH_HOME", home.as_os_str().to_owned());
+    }
+    vars
+}
+
+fn bash_program() -> OsString {
+    ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .map_or_else(|| OsString::from("bash"), OsString::from)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::env::SessionFacts;
+    use crate::scrub::env_pair;
+
+    fn env(root: &Path) -> ToolEnv {
+        ToolEnv::builder(root)
+            .temp_dir(root.join("tmp"))
+            .base_env(vec![
+                env_pair("PATH", "/bin"),
+                env_pair("X_TOKEN", "t"),
+                env_pair("TMPDIR", "/tmp"),
+            ])
+            .facts(SessionFacts {
+                session_id: Some("s1".into()),
+                dsh_home: Some("/h".into()),
+            })
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn child_env_exports_facts_and_private_tmpdir() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let vars = child_env(&env);
+        let ws = env.workspace().as_os_str().to_owned();
+        assert_eq!(
+            vars,
+            vec![
+                env_pair("PATH", "/bin"),
+                env_pair("TMPDIR", env.temp_dir()),
+                env_pair("DSH_WORKSPACE", ws),
+                env_pair("DSH_SANDBOX_MODE", "workspace-write"),
+                env_pair("DSH_SESSION_ID", "s1"),
+                env_pair("DSH_HOME", "/h"),
+            ]
+        );
+    }
+
+    #[test]
+    fn timeout_defaults_clamps_and_rejects_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        assert_eq!(
+            effective_timeout(&env, None).unwrap(),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            effective_timeout(&env, Some(5_000_000)).unwrap(),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            effective_timeout(&env, Some(0)).unwrap_err().code(),
+            "INVALID_TOOL_ARGUMENTS"
+        );
+    }
+
+    #[test]
+    fn workdir_must_stay_inside_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        std::fs::create_dir(dir.path().join("ws/sub")).unwrap();
+        let env = env(&dir.path().join("ws"));
+        assert_eq!(
+            resolve_workdir(&env, Some("sub")).unwrap(),
+            env.workspace().join("sub")
+        );
+        assert_eq!(
+            resolve_workdir(&env, Some("..")).unwrap_err().code(),
+            "WORKDIR_OUTSIDE_ROOTS"
+        );
+        assert_eq!(
+            resolve_workdir(&env, Some("nope")).unwrap_err().code(),
+            "FILE_NOT_FOUND"
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! Running one command to completion, with a deadline, cancellation and a clean kill.
+//!
+//! The command leads its own process group, so everything it starts can be signalled at once:
+//! on timeout or cancel the group gets SIGTERM, then SIGKILL after a grace period. stdout and
+//! stderr share one pipe so the output interleaves exactly as the command wrote it. Nothing
+//! outlives the call: when the command is done, whatever is left in its group is killed, and a
+//! guard does the same if the future is dropped midway.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::output::OutputCollector;
+use crate::sandbox::ChildSetup;
+
+/// What to run and how.
+pub(crate) struct CommandSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The complete environment (nothing else is inherited).
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub exit_drain: Duration,
+    pub setup: Option<ChildSetup>,
+}
+
+/// How the command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Termination {
+    Exited(i32),
+    Signaled(i32),
+    TimedOut,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    Cancel,
+    /// The shell exited but something it started kept the output pipe open.
+    Drain,
+}
+
+/// Kills the whole group when dropped, whatever happened before.
+struct GroupGuard(libc::pid_t);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, libc::SIGKILL);
+    }
+}
+
+fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
+    if pgid > 0 {
+        // SAFETY: killpg has no memory effects; ESRCH (group gone) is fine.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+/// Sends SIGTERM to the group and returns when SIGKILL is due.
+fn terminate(pgid: libc::pid_t, grace: Duration) -> Instant {
+    signal_group(pgid, libc::SIGTERM);
+    Instant::now() + grace
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn output_pipe() -> Result<(OwnedFd, OwnedFd, OwnedFd), ToolError> {
+    let spawn_err = |e: std::io::Error| ToolError::Spawn {
+        reason: format!("creating a pipe: {e}"),
+    };
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| spawn_err(e.into()))?;
+    let write_err = write.try_clone().map_err(spawn_err)?;
+    Ok((read, write, write_err))
+}
+
+/// Runs `spec`, feeding its output into `collector`. Returns `Err(Cancelled)` when `cancel`
+/// fired (after the process group is gone).
+pub(crate) async fn run(
+    spec: CommandSpec,
+    collector: &mut OutputCollector,
+    cancel: CancellationToken,
+) -> Result<Termination, ToolError> {
+    let (read_end, write_out, write_err) = output_pipe()?;
+    let confined = spec.setup.is_some();
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write_out))
+        .stderr(Stdio::from(write_err))
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(mut setup) = spec.setup {
+        // SAFETY: `apply` makes only async-signal-safe system calls on memory prepared
+        // before the fork.
+        unsafe {
+            command.pre_exec(move || setup.apply());
+        }
+    }
+    let spawned = command.spawn();
+    // The command holds our copies of the pipe's write end; they must close now, or the
+    // read side never sees end-of-file.
+    drop(command);
+    let mut child = spawned.map_err(|e| spawn_error(e, confined))?;
+    let pgid = child
+        .id()
+        .and_then(|id| libc::pid_t::try_from(id).ok())
+        .unwrap_or(0);
+    let _guard = GroupGuard(pgid);
+    let mut reader = pipe::Receiver::from_owned_fd(read_end).map_err(|e| ToolError::Spawn {
+        reason: format!("reading output: {e}"),
+    })?;
+
+    let deadline = Instant::now() + spec.timeout;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut status: Option<ExitStatus> = None;
+    let mut eof = false;
+    let mut stop: Option<Stop> = None;
+    let mut drain_at: Option<Instant> = None;
+    let mut sigkill_at: Option<Instant> = None;
+    let mut give_up_at: Option<Instant> = None;
+    let grace = spec.kill_grace;
+
+    while !(eof && status.is_some()) {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if stop.is_none() => {
+                stop = Some(Stop::Cancel);
+                sigkill_at = Some(terminate(pgid, grace));
+            }
+            _ = tokio::time::sleep_until(deadline), if stop.is_none() && status.is_none() => {
+                stop = Some(Stop::Timeout);
+                sigkill_at = Some(terminate(pgid, grace));
+            }
+            _ = sleep_until_opt(drain_at), if stop.is_none() && drain_at.is_some() => {
+                stop = Some(Stop::Drain);
+                sigkill_at = Some(terminate(pgid, grace));
+            }
+            _ = sleep_until_opt(sigkill_at), if sigkill_at.is_some() => {
+                signal_group(pgid, libc::SIGKILL);
+                sigkill_at = None;
+                give_up_at = Some(Instant::now() + grace);
+            }
+            // Something outside the group (it called setsid) still holds the pipe.
+            _ = sleep_until_opt(give_up_at), if give_up_at.is_some() && status.is_some() => break,
+            read = reader.read(&mut buf), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(n) => collector.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    collector.push(format!("\n[reading output failed: {e}]\n").as_bytes());
+                    eof = true;
+                }
+            },
+            waited = child.wait(), if status.is_none() => {
+                let exited = waited.map_err(|e| ToolError::Spawn { reason: format!("waiting for the command: {e}") })?;
+                status = Some(exited);
+                if !eof {
+                    drain_at = Some(Instant::now() + spec.exit_drain);
+                }
+            }
+        }
+    }
+
+    match (stop, status) {
+        (Some(Stop::Cancel), _) => Err(ToolError::Cancelled),
+        (Some(Stop::Timeout), _) => Ok(Termination::TimedOut),
+        (_, Some(status)) => Ok(termination_of(status)),
+        (_, None) => Ok(Termination::TimedOut),
+    }
+}
+
+fn termination_of(status: ExitStatus) -> Termination {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Termination::Exited(code),
+        (None, Some(signal)) => Termination::Signaled(signal),
+        (None, None) => Termination::Exited(-1),
+    }
+}
+
+fn spawn_error(err: std::io::Error, confined: bool) -> ToolError {
+    if confined && err.kind() != std::io::ErrorKind::NotFound {
+        ToolError::SandboxFailed {
+            reason: err.to_string(),
+        }
+    } else {
+        ToolError::Spawn {
+            reason: err.to_string(),
+        }
+    }
+}
+
+/// `SIGKILL`-style name of a signal number.
+pub(crate) fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}

@@ -1,0 +1,3 @@
+mod bash;
+mod sandbox;
+mod support;
