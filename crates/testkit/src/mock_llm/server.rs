@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -92,6 +93,8 @@ struct Shared {
     script: Script,
     state: Mutex<State>,
     sink: Option<UnboundedSender<RecordedRequest>>,
+    /// Woken after every recorded request.
+    arrived: Notify,
 }
 
 #[derive(Default)]
@@ -130,6 +133,7 @@ impl MockServer {
             script,
             state: Mutex::new(State::default()),
             sink: options.record_sink,
+            arrived: Notify::new(),
         });
         let cancel = CancellationToken::new();
         let task = tokio::spawn(accept_loop(listener, shared.clone(), cancel.clone()));
@@ -155,6 +159,24 @@ impl MockServer {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.state().requests.clone()
+    }
+
+    /// Waits until at least `count` requests have arrived, then returns all of them.
+    /// (Wrap it in a timeout; it waits forever if they never come.)
+    pub async fn wait_for_requests(&self, count: usize) -> Vec<RecordedRequest> {
+        loop {
+            let arrived = self.shared.arrived.notified();
+            tokio::pin!(arrived);
+            // Register before checking, so a request landing in between is not missed.
+            arrived.as_mut().enable();
+            {
+                let state = self.shared.state();
+                if state.requests.len() >= count {
+                    return state.requests.clone();
+                }
+            }
+            arrived.await;
+        }
     }
 
     /// Stops accepting, closes every connection (stalled ones included) and waits for that.
@@ -335,6 +357,8 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
         let _ = sink.send(recorded.clone());
     }
     state.requests.push(recorded);
+    drop(state);
+    shared.arrived.notify_waiters();
     (plan, delay)
 }
 

@@ -253,3 +253,24 @@ async fn expect_continue_gets_an_interim_response_before_the_body() {
     assert_eq!(client.read_response().await.unwrap().status, 200);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn wait_for_requests_returns_once_enough_have_arrived() {
+    let server = MockServer::start(Script::new()).await.unwrap();
+    let addr = server.addr();
+    let sender = tokio::spawn(async move {
+        let mut client = RawClient::connect(addr).await;
+        client.request("GET", "/models", None).await;
+        client.request("GET", "/v1/models", None).await;
+    });
+    let seen = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        server.wait_for_requests(2),
+    )
+    .await
+    .unwrap();
+    let paths: Vec<&str> = seen.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/models", "/v1/models"]);
+    sender.await.unwrap();
+    server.shutdown().await;
+}
