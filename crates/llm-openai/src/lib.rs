@@ -1,1 +1,27 @@
-//! placeholder
+//! DeepSeek / OpenAI-compatible chat-completions adapter for the dsh model layer.
+//!
+//! [`OpenAiAdapter`] serves one provider route ([`RouteConfig`]): it maps a harness
+//! [`LlmRequest`](dsh_llm::LlmRequest) to a streaming `POST /chat/completions` body
+//! ([`wire`]), parses the `text/event-stream` reply ([`sse`]) and translates it into harness
+//! stream chunks ([`translate`]), classifying HTTP failures into stable codes ([`status`]).
+//! [`register_routes`] puts one adapter per configured route on the
+//! [`LlmRuntime`](dsh_llm::LlmRuntime). The built-in routes are `deepseek-official`
+//! (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`) and `openai-compatible` (`OPENAI_API_KEY`,
+//! `OPENAI_BASE_URL`); environment lookups go through an injectable [`EnvLookup`].
+//!
+//! The retry plugin (an `agent/request-error` listener) belongs beside this adapter but needs
+//! the agent crate's events; the policy it applies is [`dsh_llm::ResolvedRetryPolicy`].
+
+mod adapter;
+mod config;
+pub mod sse;
+pub mod status;
+pub mod translate;
+pub mod wire;
+
+pub use adapter::{register_routes, OpenAiAdapter, INVALID_CONFIG};
+pub use config::{
+    Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry, OpenAiConfig,
+    ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
+};

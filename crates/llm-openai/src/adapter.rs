@@ -1,0 +1,351 @@
+//! The chat-completions adapter: HTTP, streaming and failure mapping.
+
+use crate::config::{EnvLookup, OpenAiConfig, RouteConfig};
+use crate::status::http_failure;
+use crate::translate::StreamDecoder;
+use crate::wire::request_body;
+use bytes::Bytes;
+use dsh_kernel::Context;
+use dsh_llm::{
+    AdapterHandle, ChunkStream, LlmAdapter, LlmError, LlmRequest, LlmRuntime, ModelInfo,
+};
+use dsh_protocol::{codes, LlmCallConfig, StreamChunk};
+use futures_util::future::BoxFuture;
+use futures_util::stream::{self, BoxStream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio_util::sync::CancellationToken;
+
+/// Code for a route configuration the adapter cannot use (a malformed extra header).
+pub const INVALID_CONFIG: &str = "INVALID_CONFIG";
+
+/// Largest error body read to find the provider's message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Serves one route over an OpenAI-compatible `/chat/completions` endpoint.
+pub struct OpenAiAdapter {
+    route: Arc<RouteConfig>,
+    env: Arc<dyn EnvLookup>,
+    client: reqwest::Client,
+    extra_headers: HeaderMap,
+}
+
+impl fmt::Debug for OpenAiAdapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Deliberately only configuration: the key is looked up per request and never stored.
+        f.debug_struct("OpenAiAdapter")
+            .field("route", &self.route.route)
+            .field("api_key_env", &self.route.api_key_env)
+            .field("base_url", &self.route.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiAdapter {
+    /// An adapter for `route` with its own HTTP client (rustls, system proxy settings).
+    pub fn new(route: RouteConfig, env: Arc<dyn EnvLookup>) -> Result<Self, LlmError> {
+        let client = reqwest::Client::builder().build().map_err(|error| {
+            LlmError::new(INVALID_CONFIG, "could not build the HTTP client").with_source(error)
+        })?;
+        Self::with_client(route, env, client)
+    }
+
+    /// An adapter using `client`.
+    pub fn with_client(
+        route: RouteConfig,
+        env: Arc<dyn EnvLookup>,
+        client: reqwest::Client,
+    ) -> Result<Self, LlmError> {
+        let mut extra_headers = HeaderMap::new();
+        for (name, value) in &route.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                LlmError::new(INVALID_CONFIG, format!("invalid header name '{name}'"))
+            })?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                LlmError::new(INVALID_CONFIG, format!("invalid value for header '{name}'"))
+            })?;
+            extra_headers.insert(name, value);
+        }
+        Ok(Self {
+            route: Arc::new(route),
+            env,
+            client,
+            extra_headers,
+        })
+    }
+
+    /// The route this adapter serves.
+    pub fn route(&self) -> &RouteConfig {
+        &self.route
+    }
+
+    /// The bearer value for this request, or `None` when the route may go without a key.
+    fn authorization(&self) -> Result<Option<HeaderValue>, LlmError> {
+        let name = &self.route.api_key_env;
+        let key = self
+            .env
+            .get(name)
+            .map(|key| key.trim().to_string())
+            .filter(|key| !key.is_empty());
+        let Some(key) = key else {
+            if self.route.api_key_required {
+                return Err(LlmError::new(
+                    codes::INVALID_CREDENTIAL,
+                    format!(
+                        "no API key: set {name} for provider route '{}'",
+                        self.route.route
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        // The message names the variable, never the value.
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            LlmError::new(
+                codes::INVALID_CREDENTIAL,
+                format!("the API key in {name} contains characters an HTTP header cannot carry"),
+            )
+        })?;
+        value.set_sensitive(true);
+        Ok(Some(value))
+    }
+
+    fn headers(&self, request: &LlmRequest) -> Result<HeaderMap, LlmError> {
+        let mut headers = self.extra_headers.clone();
+        if let Some(auth) = self.authorization()? {
+            headers.insert(reqwest::header::AUTHORIZATION, auth);
+        }
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(
+            reqwest::header::USER_AGENT,
+            HeaderValue::from_static(concat!("dsh/", env!("CARGO_PKG_VERSION"))),
+        );
+        if let Some(session) = &request.session_id {
+            if let Ok(value) = HeaderValue::from_str(session.as_str()) {
+                headers.insert("x-deepseek-harness-session-id", value);
+            }
+        }
+        Ok(headers)
+    }
+
+    async fn start(&self, request: Arc<LlmRequest>) -> Result<ChunkStream, LlmError> {
+        let body = request_body(&request, &self.route)?;
+        let body = serde_json::to_vec(&body).map_err(|error| {
+            LlmError::new(codes::INVALID_REQUEST, "request body is not serializable")
+                .with_source(error)
+        })?;
+        let headers = self.headers(&request)?;
+        let base_url = self.route.resolve_base_url(self.env.as_ref());
+        let url = format!("{base_url}/chat/completions");
+        let idle = Duration::from_millis(self.route.stream_idle_timeout_ms.max(1));
+        let cancel = request.cancel.clone();
+        let send = self.client.post(&url).headers(headers).body(body).send();
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(aborted()),
+            sent = tokio::time::timeout(idle, send) => match sent {
+                Err(_) => return Err(idle_timeout(idle)),
+                Ok(Err(error)) => {
+                    return Err(LlmError::new(
+                        codes::TRANSPORT,
+                        format!("model API request to {base_url} failed"),
+                    )
+                    .with_source(error.without_url()))
+                }
+                Ok(Ok(response)) => response,
+            },
+        };
+        let status = response.status();
+        if !status.is_success() {
+            return Err(read_error(response, idle, &cancel).await);
+        }
+        if status == reqwest::StatusCode::NO_CONTENT || response.content_length() == Some(0) {
+            return Err(LlmError::new(
+                codes::EMPTY_RESPONSE,
+                "the model API returned no response body",
+            ));
+        }
+        Ok(chunk_stream(response.bytes_stream().boxed(), idle, cancel))
+    }
+}
+
+impl LlmAdapter for OpenAiAdapter {
+    fn stream(&self, request: Arc<LlmRequest>) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
+        Box::pin(self.start(request))
+    }
+
+    fn resolve_model<'a>(
+        &'a self,
+        config: &'a LlmCallConfig,
+    ) -> BoxFuture<'a, Result<ModelInfo, LlmError>> {
+        let info = self.route.resolve_model(&config.model).ok_or_else(|| {
+            LlmError::new(
+                codes::INVALID_MODEL_ID,
+                format!(
+                    "model '{}' is not in the catalog of provider route '{}'",
+                    config.model, self.route.route
+                ),
+            )
+        });
+        Box::pin(async move { info })
+    }
+}
+
+fn aborted() -> LlmError {
+    LlmError::new(codes::ABORTED, "the model request was cancelled")
+}
+
+fn idle_timeout(idle: Duration) -> LlmError {
+    LlmError::new(
+        codes::TIMEOUT,
+        format!("the model API sent nothing for {} ms", idle.as_millis()),
+    )
+}
+
+/// Reads (a bounded prefix of) an error response and classifies it.
+async fn read_error(
+    response: reqwest::Response,
+    idle: Duration,
+    cancel: &CancellationToken,
+) -> LlmError {
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let retry_after = header("retry-after");
+    let request_id = header("x-request-id").or_else(|| header("x-deepseek-request-id"));
+    let mut body = Vec::new();
+    let mut bytes = response.bytes_stream();
+    while body.len() < MAX_ERROR_BODY {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return aborted(),
+            next = tokio::time::timeout(idle, bytes.next()) => next,
+        };
+        match next {
+            Ok(Some(Ok(part))) => body.extend_from_slice(&part),
+            // A broken error body still leaves the status to classify by.
+            _ => break,
+        }
+    }
+    http_failure(
+        status,
+        &body,
+        retry_after.as_deref(),
+        request_id.as_deref(),
+        SystemTime::now(),
+    )
+}
+
+struct BodyState {
+    bytes: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
+    decoder: StreamDecoder,
+    pending: VecDeque<StreamChunk>,
+    scratch: Vec<StreamChunk>,
+    error: Option<LlmError>,
+    idle: Duration,
+    cancel: CancellationToken,
+}
+
+/// Reads the body, translating as bytes arrive. Each read is bounded by the idle timeout and
+/// raced against cancellation; the body (and with it the connection) is dropped as soon as
+/// the stream ends, fails or is cancelled.
+fn chunk_stream(
+    bytes: BoxStream<'static, reqwest::Result<Bytes>>,
+    idle: Duration,
+    cancel: CancellationToken,
+) -> ChunkStream {
+    let state = BodyState {
+        bytes: Some(bytes),
+        decoder: StreamDecoder::new(),
+        pending: VecDeque::new(),
+        scratch: Vec::new(),
+        error: None,
+        idle,
+        cancel,
+    };
+    stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(chunk) = st.pending.pop_front() {
+                return Some((Ok(chunk), st));
+            }
+            if let Some(error) = st.error.take() {
+                st.bytes = None;
+                return Some((Err(error), st));
+            }
+            let bytes = st.bytes.as_mut()?;
+            let next = tokio::select! {
+                biased;
+                () = st.cancel.cancelled() => Err(None),
+                next = tokio::time::timeout(st.idle, bytes.next()) => next.map_err(|_| Some(st.idle)),
+            };
+            let result = match next {
+                Err(None) => Err(aborted()),
+                Err(Some(idle)) => Err(idle_timeout(idle)),
+                Ok(Some(Ok(part))) => st.decoder.push(&part, &mut st.scratch),
+                Ok(Some(Err(error))) => Err(LlmError::new(
+                    codes::TRANSPORT,
+                    "reading the model API response failed",
+                )
+                .with_source(error.without_url())),
+                Ok(None) => {
+                    st.bytes = None;
+                    st.decoder.end(&mut st.scratch)
+                }
+            };
+            st.pending.extend(st.scratch.drain(..));
+            if let Err(error) = result {
+                st.error = Some(error);
+                st.bytes = None;
+            } else if st.decoder.is_done() {
+                st.bytes = None;
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Registers one adapter per route of `config` on `runtime`, owned by `owner`'s fiber.
+/// All or nothing: if one route cannot be registered, those already registered are removed.
+pub fn register_routes(
+    owner: &Context,
+    runtime: &LlmRuntime,
+    config: &OpenAiConfig,
+    env: Arc<dyn EnvLookup>,
+) -> Result<Vec<AdapterHandle>, LlmError> {
+    let mut handles: Vec<AdapterHandle> = Vec::new();
+    for route in &config.routes {
+        let registered = OpenAiAdapter::new(route.clone(), env.clone()).and_then(|adapter| {
+            runtime.register_adapter(
+                owner,
+                [route.route.clone()],
+                Arc::new(adapter),
+                route.retry_policy.clone(),
+            )
+        });
+        match registered {
+            Ok(handle) => handles.push(handle),
+            Err(error) => {
+                for handle in &handles {
+                    handle.dispose();
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(handles)
+}

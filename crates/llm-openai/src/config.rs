@@ -1,0 +1,440 @@
+//! Route configuration: endpoints, credentials, model catalogs and gateway quirks.
+//!
+//! Secrets are never configuration values: a route names the environment variable holding
+//! its key, and the key is looked up through an injectable [`EnvLookup`] for each request.
+
+use dsh_llm::{Modality, ModelInfo, ReasoningInfo, ResolvedRetryPolicy};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// The DeepSeek route's name.
+pub const DEEPSEEK_ROUTE: &str = "deepseek-official";
+/// The generic OpenAI-compatible route's name.
+pub const OPENAI_COMPATIBLE_ROUTE: &str = "openai-compatible";
+/// How long a stream may stay silent before the call fails with `TIMEOUT`.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
+
+/// Where environment variables come from. Injected so tests (and embedders with their own
+/// credential stores) never depend on the process environment.
+pub trait EnvLookup: Send + Sync + 'static {
+    /// The value of `name`, if set.
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcessEnv;
+
+impl EnvLookup for ProcessEnv {
+    fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+impl EnvLookup for HashMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        HashMap::get(self, name).cloned()
+    }
+}
+
+impl EnvLookup for BTreeMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        BTreeMap::get(self, name).cloned()
+    }
+}
+
+/// The `thinking` switch DeepSeek accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    Enabled,
+    Disabled,
+}
+
+impl Thinking {
+    pub(crate) fn wire(self) -> &'static str {
+        match self {
+            Self::Enabled => "enabled",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
+/// Which body field carries the output cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+/// When assistant reasoning is sent back as `reasoning_content`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReasoningReplay {
+    /// Never (gateways that reject the field).
+    Off,
+    /// Only on turns that called tools.
+    ToolCallTurns,
+    /// Whenever the message has reasoning (DeepSeek refuses tool-call turns without it).
+    Always,
+}
+
+/// Per-route switches for gateway differences.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Compat {
+    pub max_tokens_field: MaxTokensField,
+    /// Whether to send DeepSeek's `thinking: {type}` object.
+    pub send_thinking: bool,
+    pub reasoning_replay: ReasoningReplay,
+}
+
+impl Compat {
+    /// DeepSeek's own API.
+    pub fn deepseek() -> Self {
+        Self {
+            max_tokens_field: MaxTokensField::MaxTokens,
+            send_thinking: true,
+            reasoning_replay: ReasoningReplay::Always,
+        }
+    }
+
+    /// A plain OpenAI-style gateway.
+    pub fn openai() -> Self {
+        Self {
+            max_tokens_field: MaxTokensField::MaxTokens,
+            send_thinking: false,
+            reasoning_replay: ReasoningReplay::Off,
+        }
+    }
+}
+
+/// One catalogued model; unset fields fall back to the catalog defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelEntry {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Output cap (used as the default and as the upper bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_efforts: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Vec<Modality>>,
+}
+
+impl ModelEntry {
+    /// An entry with just an id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            context_window: None,
+            max_tokens: None,
+            reasoning_efforts: None,
+            default_effort: None,
+            input: None,
+        }
+    }
+}
+
+/// Facts used for models the catalog does not list, and for unset entry fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelDefaults {
+    pub context_window: u64,
+    pub max_tokens: u64,
+    /// Empty means the models have no reasoning controls.
+    #[serde(default)]
+    pub reasoning_efforts: Vec<String>,
+    #[serde(default)]
+    pub default_effort: Option<String>,
+    #[serde(default = "text_only")]
+    pub input: Vec<Modality>,
+}
+
+fn text_only() -> Vec<Modality> {
+    vec![Modality::Text]
+}
+
+/// The models a route serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelCatalog {
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+    /// Whether ids not in `models` are accepted (with `defaults`).
+    #[serde(default = "yes")]
+    pub accept_unlisted: bool,
+    pub defaults: ModelDefaults,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ModelCatalog {
+    /// Facts for `model`, or `None` when the catalog does not accept it. `thinking_disabled`
+    /// narrows reasoning to `off` (a deployment with thinking switched off has nothing else).
+    pub fn resolve(&self, model: &str, thinking_disabled: bool) -> Option<ModelInfo> {
+        let entry = self.models.iter().find(|entry| entry.id == model);
+        if entry.is_none() && !self.accept_unlisted {
+            return None;
+        }
+        let defaults = &self.defaults;
+        let max_tokens = entry
+            .and_then(|e| e.max_tokens)
+            .unwrap_or(defaults.max_tokens);
+        let efforts = entry
+            .and_then(|e| e.reasoning_efforts.clone())
+            .unwrap_or_else(|| defaults.reasoning_efforts.clone());
+        let default_effort = entry
+            .and_then(|e| e.default_effort.clone())
+            .or_else(|| defaults.default_effort.clone());
+        let reasoning = if thinking_disabled {
+            Some(ReasoningInfo {
+                efforts: vec!["off".into()],
+                default_effort: Some("off".into()),
+            })
+        } else if efforts.is_empty() {
+            None
+        } else {
+            Some(ReasoningInfo {
+                efforts,
+                default_effort,
+            })
+        };
+        Some(ModelInfo {
+            context_window: Some(
+                entry
+                    .and_then(|e| e.context_window)
+                    .unwrap_or(defaults.context_window),
+            ),
+            default_max_tokens: Some(max_tokens),
+            max_output_tokens: Some(max_tokens),
+            reasoning,
+            input_modalities: entry
+                .and_then(|e| e.input.clone())
+                .unwrap_or_else(|| defaults.input.clone()),
+        })
+    }
+}
+
+/// One provider route served by the chat-completions adapter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteConfig {
+    /// The provider route name requests select (`deepseek-official`).
+    pub route: String,
+    /// Endpoint base; `/chat/completions` is appended. Wins over `base_url_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Environment variable that may override `default_base_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url_env: Option<String>,
+    pub default_base_url: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Whether a missing key fails the call (`INVALID_CREDENTIAL`) rather than sending none.
+    #[serde(default = "yes")]
+    pub api_key_required: bool,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub catalog: ModelCatalog,
+    pub compat: Compat,
+    /// The deployment's thinking mode when a request names no effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+    #[serde(default = "default_idle")]
+    pub stream_idle_timeout_ms: u64,
+    #[serde(default)]
+    pub retry_policy: ResolvedRetryPolicy,
+}
+
+fn default_idle() -> u64 {
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS
+}
+
+impl RouteConfig {
+    /// DeepSeek's public API: key from `DEEPSEEK_API_KEY`, endpoint overridable with
+    /// `DEEPSEEK_BASE_URL`, the three V4 models with a 1M context and 256k output cap.
+    pub fn deepseek() -> Self {
+        let vision = ModelEntry {
+            input: Some(vec![Modality::Text, Modality::Image]),
+            ..ModelEntry::new("deepseek-v4-flash-vision-exp")
+        };
+        Self {
+            route: DEEPSEEK_ROUTE.into(),
+            base_url: None,
+            base_url_env: Some("DEEPSEEK_BASE_URL".into()),
+            default_base_url: "https://api.deepseek.com".into(),
+            api_key_env: "DEEPSEEK_API_KEY".into(),
+            api_key_required: true,
+            headers: BTreeMap::new(),
+            catalog: ModelCatalog {
+                models: vec![
+                    ModelEntry::new("deepseek-v4-flash"),
+                    ModelEntry::new("deepseek-v4-pro"),
+                    vision,
+                ],
+                accept_unlisted: true,
+                defaults: ModelDefaults {
+                    context_window: 1_000_000,
+                    max_tokens: 256_000,
+                    reasoning_efforts: ["off", "low", "high", "max"].map(String::from).to_vec(),
+                    default_effort: Some("high".into()),
+                    input: text_only(),
+                },
+            },
+            compat: Compat::deepseek(),
+            thinking: None,
+            stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            retry_policy: ResolvedRetryPolicy::default(),
+        }
+    }
+
+    /// Any OpenAI-compatible endpoint: `OPENAI_BASE_URL` and `OPENAI_API_KEY` (optional, for
+    /// local servers), every model id accepted with the catalog defaults.
+    pub fn openai_compatible() -> Self {
+        Self {
+            route: OPENAI_COMPATIBLE_ROUTE.into(),
+            base_url: None,
+            base_url_env: Some("OPENAI_BASE_URL".into()),
+            default_base_url: "https://api.openai.com/v1".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            api_key_required: false,
+            headers: BTreeMap::new(),
+            catalog: ModelCatalog {
+                models: Vec::new(),
+                accept_unlisted: true,
+                defaults: ModelDefaults {
+                    context_window: 262_144,
+                    max_tokens: 32_768,
+                    reasoning_efforts: Vec::new(),
+                    default_effort: None,
+                    input: text_only(),
+                },
+            },
+            compat: Compat::openai(),
+            thinking: None,
+            stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            retry_policy: ResolvedRetryPolicy::default(),
+        }
+    }
+
+    /// The endpoint base: explicit config, else the env override, else the default; without a
+    /// trailing slash.
+    pub fn resolve_base_url(&self, env: &dyn EnvLookup) -> String {
+        let base = self
+            .base_url
+            .clone()
+            .or_else(|| {
+                self.base_url_env
+                    .as_deref()
+                    .and_then(|name| env.get(name))
+                    .filter(|value| !value.trim().is_empty())
+            })
+            .unwrap_or_else(|| self.default_base_url.clone());
+        base.trim().trim_end_matches('/').to_string()
+    }
+
+    /// Facts for `model` on this route.
+    pub fn resolve_model(&self, model: &str) -> Option<ModelInfo> {
+        self.catalog
+            .resolve(model, self.thinking == Some(Thinking::Disabled))
+    }
+}
+
+/// The adapter plugin's configuration: the routes to register.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OpenAiConfig {
+    pub routes: Vec<RouteConfig>,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            routes: vec![RouteConfig::deepseek(), RouteConfig::openai_compatible()],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn base_url_precedence() {
+        let mut route = RouteConfig::deepseek();
+        assert_eq!(
+            route.resolve_base_url(&env(&[])),
+            "https://api.deepseek.com"
+        );
+        let overridden = env(&[("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/v1/")]);
+        assert_eq!(route.resolve_base_url(&overridden), "http://127.0.0.1:9/v1");
+        route.base_url = Some("http://explicit".into());
+        assert_eq!(route.resolve_base_url(&overridden), "http://explicit");
+    }
+
+    #[test]
+    fn deepseek_catalog_facts() {
+        let route = RouteConfig::deepseek();
+        let flash = route.resolve_model("deepseek-v4-flash").unwrap();
+        assert_eq!(
+            serde_json::to_value(&flash).unwrap(),
+            json!({"contextWindow":1000000,"defaultMaxTokens":256000,"maxOutputTokens":256000,
+                "reasoning":{"efforts":["off","low","high","max"],"defaultEffort":"high"},
+                "inputModalities":["text"]})
+        );
+        let vision = route.resolve_model("deepseek-v4-flash-vision-exp").unwrap();
+        assert!(vision.accepts_images());
+        let disabled = RouteConfig {
+            thinking: Some(Thinking::Disabled),
+            ..RouteConfig::deepseek()
+        };
+        let reasoning = disabled.resolve_model("deepseek-v4-pro").unwrap().reasoning;
+        assert_eq!(
+            reasoning,
+            Some(ReasoningInfo {
+                efforts: vec!["off".into()],
+                default_effort: Some("off".into())
+            })
+        );
+    }
+
+    #[test]
+    fn open_catalog_accepts_any_model_and_closed_one_refuses() {
+        let route = RouteConfig::openai_compatible();
+        let info = route.resolve_model("llama-3-70b").unwrap();
+        assert_eq!(info.default_max_tokens, Some(32_768));
+        assert_eq!(info.reasoning, None);
+        let mut closed = route.catalog.clone();
+        closed.accept_unlisted = false;
+        assert_eq!(closed.resolve("llama-3-70b", false), None);
+    }
+
+    #[test]
+    fn config_round_trips_and_refuses_unknown_switches() {
+        let config = OpenAiConfig::default();
+        let value = serde_json::to_value(&config).unwrap();
+        let back: OpenAiConfig = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back, config);
+        let mut bad = value;
+        bad["routes"][0]["compat"]["supportsMagic"] = json!(true);
+        assert!(serde_json::from_value::<OpenAiConfig>(bad).is_err());
+    }
+}

@@ -1,0 +1,217 @@
+use super::*;
+use dsh_protocol::{CallId, LlmCallConfig, MessageSource, ToolSchema};
+use std::sync::Arc;
+
+fn deepseek_request(messages: Vec<Message>) -> LlmRequest {
+    LlmRequest::new(
+        LlmCallConfig {
+            provider: "deepseek-official".into(),
+            model: "deepseek-v4-flash".into(),
+            reasoning_effort: Some("high".into()),
+            max_tokens: Some(256_000),
+            ..LlmCallConfig::default()
+        },
+        messages.into_iter().map(Arc::new).collect(),
+    )
+}
+
+fn assistant(content: Vec<ContentBlock>) -> Message {
+    Message::assistant(
+        content,
+        MessageSource::model("deepseek-official", "deepseek-v4-flash"),
+    )
+}
+
+#[test]
+fn full_conversation_maps_to_the_wire_shape() {
+    let mut request = deepseek_request(vec![
+        Message::user_text("list files"),
+        assistant(vec![
+            ContentBlock::Reasoning {
+                text: "use ".into(),
+            },
+            ContentBlock::Reasoning {
+                text: "bash".into(),
+            },
+            ContentBlock::ToolCall {
+                id: CallId::from("call_1"),
+                name: "bash".into(),
+                arguments: "{\"command\":\"ls\"}".into(),
+            },
+            ContentBlock::ToolCall {
+                id: CallId::from("call_2"),
+                name: "read".into(),
+                arguments: "{}".into(),
+            },
+        ]),
+        Message::tool_result(
+            CallId::from("call_1"),
+            vec![ContentBlock::text("a\nb")],
+            false,
+        ),
+        Message::tool_result(CallId::from("call_2"), vec![], true),
+        assistant(vec![
+            ContentBlock::text("Two "),
+            ContentBlock::text("files."),
+        ]),
+        Message::new(
+            Role::System,
+            vec![ContentBlock::text("sys "), ContentBlock::text("note")],
+            MessageSource::plugin("p"),
+        ),
+    ]);
+    request.system = Some("You are dsh.".into());
+    request.tools = Some(vec![ToolSchema {
+        name: "bash".into(),
+        description: "Run a command".into(),
+        parameters: json!({"type":"object","properties":{"command":{"type":"string"}}}),
+    }]);
+    request.config.temperature = Some(0.5);
+    request.config.stop = Some(vec!["END".into()]);
+    let body = request_body(&request, &RouteConfig::deepseek()).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "model": "deepseek-v4-flash",
+            "messages": [
+                {"role":"system","content":"You are dsh."},
+                {"role":"user","content":"list files"},
+                {"role":"assistant","content":"","reasoning_content":"use bash","tool_calls":[
+                    {"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}},
+                    {"id":"call_2","type":"function","function":{"name":"read","arguments":"{}"}}]},
+                {"role":"tool","tool_call_id":"call_1","content":"a\nb"},
+                {"role":"tool","tool_call_id":"call_2","content":"(no output)"},
+                {"role":"assistant","content":"Two files."},
+                {"role":"system","content":"sys note"},
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "thinking": {"type":"enabled"},
+            "reasoning_effort": "high",
+            "tools": [{"type":"function","function":{"name":"bash","description":"Run a command",
+                "parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}],
+            "temperature": 0.5,
+            "max_tokens": 256000,
+            "stop": ["END"],
+        })
+    );
+}
+
+#[test]
+fn user_message_with_text_and_tool_results_keeps_both() {
+    let mixed = Message::new(
+        Role::User,
+        vec![
+            ContentBlock::text("note"),
+            ContentBlock::ToolResult {
+                tool_call_id: CallId::from("c"),
+                content: vec![ContentBlock::text("out")],
+                is_error: None,
+            },
+        ],
+        MessageSource::user(),
+    );
+    let empty_user = Message::new(Role::User, vec![], MessageSource::user());
+    let body = request_body(
+        &deepseek_request(vec![mixed, empty_user]),
+        &RouteConfig::deepseek(),
+    )
+    .unwrap();
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role":"user","content":"note"},
+            {"role":"tool","tool_call_id":"c","content":"out"},
+            {"role":"user","content":""},
+        ])
+    );
+}
+
+#[test]
+fn effort_off_disables_thinking_and_defaults_apply() {
+    let route = RouteConfig::deepseek();
+    let mut request = deepseek_request(vec![Message::user_text("hi")]);
+    request.config.reasoning_effort = Some("off".into());
+    let body = request_body(&request, &route).unwrap();
+    assert_eq!(body["thinking"], json!({"type":"disabled"}));
+    assert_eq!(body.get("reasoning_effort"), None);
+
+    // No effort in the request: the catalog default (high) applies.
+    request.config.reasoning_effort = None;
+    let body = request_body(&request, &route).unwrap();
+    assert_eq!(body["thinking"], json!({"type":"enabled"}));
+    assert_eq!(body["reasoning_effort"], json!("high"));
+
+    // Thinking disabled deployment: effort defaults to off; any other effort is refused.
+    let disabled = RouteConfig {
+        thinking: Some(Thinking::Disabled),
+        ..RouteConfig::deepseek()
+    };
+    let body = request_body(&request, &disabled).unwrap();
+    assert_eq!(body["thinking"], json!({"type":"disabled"}));
+    request.config.reasoning_effort = Some("max".into());
+    let err = request_body(&request, &disabled).unwrap_err();
+    assert_eq!(err.code(), codes::UNSUPPORTED_REASONING_EFFORT);
+}
+
+#[test]
+fn openai_compat_route_uses_its_switches() {
+    let mut route = RouteConfig::openai_compatible();
+    route.compat.max_tokens_field = MaxTokensField::MaxCompletionTokens;
+    let mut request = LlmRequest::new(
+        LlmCallConfig {
+            provider: "openai-compatible".into(),
+            model: "gpt-x".into(),
+            max_tokens: Some(100),
+            reasoning_effort: Some("low".into()),
+            ..LlmCallConfig::default()
+        },
+        vec![Arc::new(assistant(vec![
+            ContentBlock::Reasoning {
+                text: "hidden".into(),
+            },
+            ContentBlock::text("shown"),
+        ]))],
+    );
+    request.tools = Some(vec![]);
+    let body = request_body(&request, &route).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "model":"gpt-x",
+            "messages":[{"role":"assistant","content":"shown"}],
+            "stream":true,
+            "stream_options":{"include_usage":true},
+            "reasoning_effort":"low",
+            "max_completion_tokens":100,
+        })
+    );
+}
+
+#[test]
+fn reasoning_replay_on_tool_call_turns_only() {
+    let mut route = RouteConfig::deepseek();
+    route.compat.reasoning_replay = ReasoningReplay::ToolCallTurns;
+    let plain = assistant(vec![
+        ContentBlock::Reasoning { text: "r".into() },
+        ContentBlock::text("t"),
+    ]);
+    let body = request_body(&deepseek_request(vec![plain]), &route).unwrap();
+    assert_eq!(
+        body["messages"],
+        json!([{"role":"assistant","content":"t"}])
+    );
+}
+
+#[test]
+fn images_are_refused() {
+    let image = Message::new(
+        Role::User,
+        vec![ContentBlock::Image {
+            attachment: json!({"id":"a"}),
+        }],
+        MessageSource::user(),
+    );
+    let err = request_body(&deepseek_request(vec![image]), &RouteConfig::deepseek()).unwrap_err();
+    assert_eq!(err.code(), codes::UNSUPPORTED_CONTENT);
+}
