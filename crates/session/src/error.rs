@@ -5,8 +5,7 @@
 
 use dsh_protocol::SessionId;
 
-/// Boxed error from a listener or another crate.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use dsh_kernel::BoxError;
 
 /// Why the log (or a store operation) refused a request.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +83,10 @@ pub enum SessionError {
         turn: u64,
     },
 
+    /// The session object is already attached to a store.
+    #[error("session \"{id}\" is already attached to a store")]
+    AlreadyAttached { id: SessionId },
+
     /// `session/created` was already announced for this entry.
     #[error("session \"{id}\" was already announced")]
     AlreadyAnnounced { id: SessionId },
@@ -103,6 +106,10 @@ pub enum SessionError {
         #[source]
         source: BoxError,
     },
+
+    /// The kernel refused a registration (for example on a disposed fiber).
+    #[error("kernel: {0}")]
+    Kernel(#[from] dsh_kernel::KernelError),
 }
 
 impl SessionError {
@@ -122,9 +129,11 @@ impl SessionError {
             Self::SessionAlreadyExists { .. } => "SESSION_ALREADY_EXISTS",
             Self::InvalidBoundary { .. } => "INVALID_BOUNDARY",
             Self::OpenTurn { .. } => "OPEN_TURN",
+            Self::AlreadyAttached { .. } => "SESSION_ALREADY_ATTACHED",
             Self::AlreadyAnnounced { .. } => "ALREADY_ANNOUNCED",
             Self::CreationVetoed { .. } => "CREATION_VETOED",
             Self::FlushFailed { .. } => "FLUSH_FAILED",
+            Self::Kernel(e) => e.code(),
         }
     }
 

@@ -12,7 +12,7 @@
 //!   unchanged.
 //! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import);
 //!   [`fork`](fork()) plans a child session; [`interrupted_turn_closers`] repairs crashed tails.
-//! - `SessionStore` (module `store`) is the kernel service that publishes sessions and their
+//! - [`SessionStore`] is the kernel service that publishes sessions and their
 //!   events to plugins (`session/created`, `session/event`, `session/flush`,
 //!   `session/disposed`).
 
@@ -25,6 +25,7 @@ mod header;
 mod repair;
 mod seed;
 mod session;
+mod store;
 pub mod surface;
 mod validate;
 pub mod vocabulary;
@@ -43,6 +44,10 @@ pub use repair::{
 };
 pub use seed::{SeedSource, SessionBuilder};
 pub use session::{system_clock, AppendOptions, Clock, Session};
+pub use store::{
+    Detach, PublishedEvent, Seed, SessionCreated, SessionDisposed, SessionEventPublished,
+    SessionFlush, SessionOptions, SessionStore, SessionsPlugin,
+};
 pub use surface::{fold_surface, Surface};
 pub use validate::json_eq;
 pub use vocabulary::*;

@@ -360,7 +360,6 @@ impl Session {
     }
 
     /// Installs (or, with `None`, removes) the store's publisher; returns the previous one.
-    #[allow(dead_code)] // used by the store once the kernel service lands
     pub(crate) fn set_publisher(
         &self,
         publisher: Option<Arc<dyn Publisher>>,
@@ -375,7 +374,6 @@ impl Session {
         &self.0.clock
     }
 
-    #[allow(dead_code)]
     pub(crate) fn has_publisher(&self) -> bool {
         lock(&self.0.state).publisher.is_some()
     }

@@ -5,3 +5,4 @@ mod fork;
 mod properties;
 mod repair;
 mod seed;
+mod store;
