@@ -8,10 +8,13 @@ use serde_json::{json, Value};
 
 use super::mock_client::{chat_body, RawClient};
 
-const FIXTURES: &str = "/work/shared/fixtures/dsh-0.1.0";
+/// The fixtures live in `shared/` beside the repository clone (as in CI).
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/dsh-0.1.0")
+}
 
 fn fixture_scripts() -> Vec<PathBuf> {
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(FIXTURES)
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
         .unwrap()
         .map(|entry| entry.unwrap().path().join("script.json"))
         .filter(|path| path.is_file())
@@ -127,7 +130,7 @@ async fn every_fixture_script_serves_its_first_response() {
 /// The bash fixture's log recorded the original server's argument pieces; ours match.
 #[tokio::test]
 async fn bash_fixture_pieces_match_the_recorded_log() {
-    let server = MockServer::start(Script::load(format!("{FIXTURES}/bash/script.json")).unwrap())
+    let server = MockServer::start(Script::load(fixtures_dir().join("bash/script.json")).unwrap())
         .await
         .unwrap();
     let mut client = RawClient::connect(server.addr()).await;
