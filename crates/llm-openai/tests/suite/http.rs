@@ -1,0 +1,366 @@
+use super::server::{http_chunk, plain_reply, sse_head, sse_reply, Captured, Reply, Seen, Server};
+use dsh_kernel::Context;
+use dsh_llm::{error_chain, ChunkStream, LlmAdapter, LlmError, LlmRequest, LlmRuntime};
+use dsh_llm_openai::{register_routes, wire, OpenAiAdapter, OpenAiConfig, RouteConfig};
+use dsh_protocol::{
+    codes, FinishReason, LlmCallConfig, LlmFailure, Message, SessionId, StreamChunk,
+};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const KEY: &str = "sk-test-SECRET-9f8e7d";
+
+fn env(base_url: &str) -> Arc<HashMap<String, String>> {
+    Arc::new(HashMap::from([
+        ("DEEPSEEK_API_KEY".to_string(), KEY.to_string()),
+        ("DEEPSEEK_BASE_URL".to_string(), base_url.to_string()),
+    ]))
+}
+
+fn adapter_with(base_url: &str, idle_ms: u64) -> OpenAiAdapter {
+    let route = RouteConfig {
+        stream_idle_timeout_ms: idle_ms,
+        ..RouteConfig::deepseek()
+    };
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    OpenAiAdapter::with_client(route, env(base_url), client).unwrap()
+}
+
+fn adapter(base_url: &str) -> OpenAiAdapter {
+    adapter_with(base_url, 10_000)
+}
+
+fn request() -> LlmRequest {
+    let mut request = LlmRequest::new(
+        LlmCallConfig {
+            provider: "deepseek-official".into(),
+            model: "deepseek-v4-flash".into(),
+            reasoning_effort: Some("high".into()),
+            max_tokens: Some(256_000),
+            ..LlmCallConfig::default()
+        },
+        vec![Arc::new(Message::user_text("Are you there?"))],
+    );
+    request.system = Some("sys".into());
+    request.session_id = Some(SessionId::from("session-1"));
+    request
+}
+
+fn sse_body() -> Vec<u8> {
+    let mut body = String::new();
+    for payload in [
+        json!({"choices":[{"delta":{"reasoning_content":"Simple."}}]}),
+        json!({"choices":[{"delta":{"content":"Yes, "}}]}),
+        json!({"choices":[{"delta":{"content":"I am."},"finish_reason":"stop"}]}),
+        json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_cache_hit_tokens":0}}),
+    ] {
+        body.push_str(&format!("data: {payload}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+async fn drain(stream: ChunkStream) -> (Vec<StreamChunk>, Option<LlmError>) {
+    let mut chunks = Vec::new();
+    let mut stream = stream;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(chunk) => chunks.push(chunk),
+            Err(error) => return (chunks, Some(error)),
+        }
+    }
+    (chunks, None)
+}
+
+/// Asserts the secret appears nowhere a person or log could see it.
+fn assert_no_key(error: &LlmError) {
+    for rendered in [format!("{error:?}"), error.to_string(), error_chain(error)] {
+        assert!(!rendered.contains(KEY), "key leaked: {rendered}");
+    }
+}
+
+#[tokio::test]
+async fn streams_a_reply_and_sends_the_mapped_request() {
+    let mut server = Server::start(vec![sse_reply(&sse_body(), 7)]).await;
+    let adapter = adapter(&server.base_url);
+    let req = Arc::new(request());
+    let (chunks, error) = drain(adapter.stream(req.clone()).await.unwrap()).await;
+    assert!(error.is_none());
+    assert_eq!(
+        serde_json::to_value(&chunks).unwrap(),
+        json!([
+            {"type":"block-start","index":0,"blockType":"reasoning"},
+            {"type":"reasoning-delta","index":0,"text":"Simple."},
+            {"type":"block-start","index":1,"blockType":"text"},
+            {"type":"text-delta","index":1,"text":"Yes, "},
+            {"type":"text-delta","index":1,"text":"I am."},
+            {"type":"block-end","index":0,"block":{"type":"reasoning","text":"Simple."}},
+            {"type":"block-end","index":1,"block":{"type":"text","text":"Yes, I am."}},
+            {"type":"usage","usage":{"inputTokens":10,"outputTokens":3,"cacheReadTokens":0}},
+            {"type":"finish","reason":{"kind":"stop"}},
+        ])
+    );
+    let seen: Captured = server.request().await;
+    assert!(seen.head.starts_with("POST /chat/completions HTTP/1.1"));
+    assert_eq!(seen.header("authorization"), Some(format!("Bearer {KEY}")));
+    assert_eq!(
+        seen.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(seen.header("accept").as_deref(), Some("text/event-stream"));
+    assert_eq!(
+        seen.header("x-deepseek-harness-session-id").as_deref(),
+        Some("session-1")
+    );
+    let expected = wire::request_body(&req, adapter.route()).unwrap();
+    assert_eq!(seen.json(), expected);
+}
+
+async fn failure_for(reply: Reply) -> LlmError {
+    let server = Server::start(vec![reply]).await;
+    let adapter = adapter(&server.base_url);
+    let error = adapter.stream(Arc::new(request())).await.err().unwrap();
+    assert_no_key(&error);
+    error
+}
+
+#[tokio::test]
+async fn http_errors_map_to_codes_and_facts() {
+    let auth = failure_for(plain_reply(
+        "401 Unauthorized",
+        &[],
+        r#"{"error":{"message":"Authentication Fails (no such user)","type":"authentication_error"}}"#,
+    ))
+    .await;
+    assert_eq!(
+        auth.failure,
+        LlmFailure {
+            status: Some(401),
+            ..LlmFailure::new(codes::AUTH, "Authentication Fails (no such user)")
+        }
+    );
+
+    let limited = failure_for(plain_reply(
+        "429 Too Many Requests",
+        &[("retry-after", "3"), ("x-request-id", "req-42")],
+        r#"{"error":{"message":"Rate limit reached"}}"#,
+    ))
+    .await;
+    assert_eq!(
+        limited.failure,
+        LlmFailure {
+            message: "Rate limit reached".into(),
+            code: codes::RATE_LIMIT.into(),
+            status: Some(429),
+            provider_retry_after_ms: Some(3000),
+            request_id: Some("req-42".into()),
+        }
+    );
+
+    let overflow = failure_for(plain_reply(
+        "400 Bad Request",
+        &[("x-deepseek-request-id", "ds-1")],
+        r#"{"error":{"message":"This model's maximum context length is 1000000 tokens","code":"invalid_request_error"}}"#,
+    ))
+    .await;
+    assert_eq!(overflow.code(), codes::CONTEXT_WINDOW_EXCEEDED);
+    assert_eq!(overflow.failure.request_id.as_deref(), Some("ds-1"));
+
+    let server = failure_for(plain_reply("503 Service Unavailable", &[], "busy")).await;
+    assert_eq!(
+        server.failure,
+        LlmFailure {
+            status: Some(503),
+            ..LlmFailure::new(codes::SERVER, "model API error (HTTP 503)")
+        }
+    );
+
+    let empty = failure_for(plain_reply("204 No Content", &[], "")).await;
+    assert_eq!(empty.code(), codes::EMPTY_RESPONSE);
+}
+
+#[tokio::test]
+async fn retry_after_as_http_date() {
+    let when =
+        httpdate::fmt_http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(30));
+    let error = failure_for(plain_reply(
+        "429 Too Many Requests",
+        &[("retry-after", &when)],
+        "{}",
+    ))
+    .await;
+    let ms = error.failure.provider_retry_after_ms.unwrap();
+    assert!((1..=30_000).contains(&ms), "{ms}");
+}
+
+#[tokio::test]
+async fn eof_without_done_is_stream_closed() {
+    let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"partial\"}}]}\n\n";
+    let server = Server::start(vec![sse_reply(body, 5)]).await;
+    let adapter = adapter(&server.base_url);
+    let (chunks, error) = drain(adapter.stream(Arc::new(request())).await.unwrap()).await;
+    assert_eq!(chunks.len(), 2, "block-start and the delta arrive first");
+    assert_eq!(error.unwrap().code(), codes::STREAM_CLOSED);
+}
+
+#[tokio::test]
+async fn stalled_stream_times_out() {
+    let first = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    let mut server = Server::start(vec![Reply::Stall(vec![sse_head(), http_chunk(first)])]).await;
+    let adapter = adapter_with(&server.base_url, 200);
+    let (chunks, error) = drain(adapter.stream(Arc::new(request())).await.unwrap()).await;
+    assert_eq!(chunks.len(), 2);
+    let error = error.unwrap();
+    assert_eq!(error.code(), codes::TIMEOUT);
+    assert_no_key(&error);
+    server.request().await;
+    // The timed-out stream let go of its connection.
+    assert!(matches!(server.next().await, Seen::ClientClosed));
+}
+
+#[tokio::test]
+async fn silent_server_times_out_before_headers() {
+    let server = Server::start(vec![Reply::Stall(vec![])]).await;
+    let adapter = adapter_with(&server.base_url, 200);
+    let error = adapter.stream(Arc::new(request())).await.err().unwrap();
+    assert_eq!(error.code(), codes::TIMEOUT);
+}
+
+#[tokio::test]
+async fn cancel_aborts_and_drops_the_connection() {
+    let first = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    let mut server = Server::start(vec![Reply::Stall(vec![sse_head(), http_chunk(first)])]).await;
+    let adapter = adapter(&server.base_url);
+    let req = Arc::new(request());
+    let mut stream = adapter.stream(req.clone()).await.unwrap();
+    assert!(matches!(
+        stream.next().await,
+        Some(Ok(StreamChunk::BlockStart { .. }))
+    ));
+    assert!(matches!(
+        stream.next().await,
+        Some(Ok(StreamChunk::TextDelta { .. }))
+    ));
+    server.request().await;
+    req.cancel.cancel();
+    let error = stream.next().await.unwrap().err().unwrap();
+    assert_eq!(error.code(), codes::ABORTED);
+    assert!(stream.next().await.is_none());
+    assert!(matches!(server.next().await, Seen::ClientClosed));
+}
+
+#[tokio::test]
+async fn connection_refused_is_transport() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let error = adapter(&base_url)
+        .stream(Arc::new(request()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error.code(), codes::TRANSPORT);
+    assert!(error.to_string().contains(&base_url));
+    assert_no_key(&error);
+}
+
+#[tokio::test]
+async fn missing_key_is_an_invalid_credential_and_debug_hides_the_key() {
+    let route = RouteConfig::deepseek();
+    let no_key = OpenAiAdapter::with_client(
+        route,
+        Arc::new(HashMap::<String, String>::new()),
+        reqwest::Client::new(),
+    )
+    .unwrap();
+    let error = no_key.stream(Arc::new(request())).await.err().unwrap();
+    assert_eq!(error.code(), codes::INVALID_CREDENTIAL);
+    assert!(error.to_string().contains("DEEPSEEK_API_KEY"));
+
+    let with_key = adapter("http://127.0.0.1:9");
+    assert!(!format!("{with_key:?}").contains(KEY));
+    // A key no header can carry is refused without echoing it.
+    let bad_key = OpenAiAdapter::with_client(
+        RouteConfig::deepseek(),
+        Arc::new(HashMap::from([(
+            "DEEPSEEK_API_KEY".to_string(),
+            format!("{KEY}\nx"),
+        )])),
+        reqwest::Client::new(),
+    )
+    .unwrap();
+    let error = bad_key.stream(Arc::new(request())).await.err().unwrap();
+    assert_eq!(error.code(), codes::INVALID_CREDENTIAL);
+    assert_no_key(&error);
+}
+
+#[tokio::test]
+async fn end_to_end_through_the_runtime() {
+    let mut server = Server::start(vec![
+        plain_reply(
+            "500 Internal Server Error",
+            &[],
+            r#"{"error":{"message":"Internal server error (mock)","type":"server_error","code":"internal_error"}}"#,
+        ),
+        sse_reply(&sse_body(), 3),
+    ])
+    .await;
+    let ctx = Context::root();
+    let runtime = LlmRuntime::install(&ctx).unwrap();
+    let handles = register_routes(
+        &ctx,
+        &runtime,
+        &OpenAiConfig::default(),
+        env(&server.base_url),
+    )
+    .unwrap();
+    assert_eq!(handles.len(), 2);
+    assert_eq!(
+        runtime.routes(),
+        vec!["deepseek-official", "openai-compatible"]
+    );
+
+    let config = LlmCallConfig {
+        provider: "deepseek-official".into(),
+        model: "deepseek-v4-flash".into(),
+        ..LlmCallConfig::default()
+    };
+    // First attempt: the HTTP failure arrives as the terminal finish chunk.
+    let prepared = runtime
+        .prepare_call(config.clone(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(prepared.config().max_tokens, Some(256_000));
+    assert_eq!(prepared.config().reasoning_effort.as_deref(), Some("high"));
+    let mut req = request();
+    req.config = prepared.config().clone();
+    let (chunks, error) = drain(prepared.stream(Arc::new(req.clone())).await.unwrap()).await;
+    assert!(error.is_none());
+    assert_eq!(
+        chunks,
+        vec![StreamChunk::Finish {
+            reason: FinishReason::Error {
+                failure: LlmFailure {
+                    status: Some(500),
+                    ..LlmFailure::new(codes::SERVER, "Internal server error (mock)")
+                }
+            },
+            replay_state: None,
+        }]
+    );
+    // Second attempt (a retry re-prepares): the reply streams through.
+    let prepared = runtime
+        .prepare_call(config, &Default::default())
+        .await
+        .unwrap();
+    let (chunks, _) = drain(prepared.stream(Arc::new(req)).await.unwrap()).await;
+    assert_eq!(
+        chunks.last(),
+        Some(&StreamChunk::finish(FinishReason::Stop))
+    );
+    let first = server.request().await;
+    assert_eq!(first.json()["max_tokens"], json!(256_000));
+    server.request().await;
+}

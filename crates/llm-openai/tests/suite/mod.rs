@@ -1,0 +1,3 @@
+mod bench;
+mod http;
+mod server;
