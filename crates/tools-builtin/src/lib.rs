@@ -32,5 +32,6 @@ mod tool;
 pub use bash::{Bash, BashArgs};
 pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
 pub use error::{EditCandidate, ToolError};
+pub use fs_tools::{Edit, EditArgs, Read, ReadArgs, Write, WriteArgs};
 pub use sandbox::{SandboxMode, SandboxPolicy, SandboxProbe, UnconfinedFallback};
 pub use tool::{BuiltinTool, ToolOutput};

@@ -1,3 +1,4 @@
 mod bash;
+mod fs_tools;
 mod sandbox;
 mod support;

@@ -1,0 +1,86 @@
+//! `write`: create a file, or replace one the session has read and that is unchanged since.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{diff_meta, observe_written, read_guarded, write_atomic};
+use crate::env::ToolEnv;
+use crate::error::ToolError;
+use crate::tool::{BuiltinTool, ToolOutput};
+
+/// The `write` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Write;
+
+/// Arguments of `write`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct WriteArgs {
+    pub file_path: String,
+    pub content: String,
+}
+
+const DESCRIPTION: &str = "Create a UTF-8 text file, or replace an existing file's entire \
+content. Missing parent directories are created. An existing file must have been read with the \
+read tool first and must not have changed since; prefer edit for targeted changes.";
+
+impl BuiltinTool for Write {
+    const NAME: &'static str = "write";
+    type Args = WriteArgs;
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Path of the file to write; relative paths resolve against the workspace."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["file_path", "content"]
+        })
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+
+    async fn run(
+        &self,
+        args: WriteArgs,
+        env: &ToolEnv,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let env = env.clone();
+        tokio::task::spawn_blocking(move || write_blocking(&env, &args))
+            .await
+            .map_err(|e| ToolError::io("writing", "", std::io::Error::other(e.to_string())))?
+    }
+}
+
+fn write_blocking(env: &ToolEnv, args: &WriteArgs) -> Result<ToolOutput, ToolError> {
+    let path = crate::paths::resolve_for_write(env, &args.file_path)?;
+    let existed = path.symlink_metadata().is_ok();
+    let old = if existed {
+        read_guarded(env, &path)?
+    } else {
+        Vec::new()
+    };
+    write_atomic(&path, args.content.as_bytes())?;
+    observe_written(env, &path, args.content.as_bytes());
+    let verb = if existed { "overwritten" } else { "created" };
+    let mut metadata = diff_meta(
+        &args.file_path,
+        &String::from_utf8_lossy(&old),
+        &args.content,
+    );
+    metadata["path"] = json!(path.display().to_string());
+    metadata["created"] = json!(!existed);
+    metadata["bytes"] = json!(args.content.len());
+    Ok(ToolOutput {
+        content: format!("The file {} has been {verb} successfully.", path.display()),
+        metadata,
+    })
+}
