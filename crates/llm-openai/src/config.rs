@@ -350,9 +350,10 @@ impl RouteConfig {
     }
 }
 
-/// The adapter plugin's configuration: the routes to register.
+/// The adapter plugin's configuration: the routes to register (both built-in routes when
+/// `routes` is not given).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct OpenAiConfig {
     pub routes: Vec<RouteConfig>,
 }

@@ -5,7 +5,7 @@
 //! ([`wire`]), parses the `text/event-stream` reply ([`sse`]) and translates it into harness
 //! stream chunks ([`translate`]), classifying HTTP failures into stable codes ([`status`]).
 //! [`register_routes`] puts one adapter per configured route on the
-//! [`LlmRuntime`](dsh_llm::LlmRuntime). The built-in routes are `deepseek-official`
+//! [`LlmRuntime`](dsh_llm::LlmRuntime), and [`OpenAiPlugin`] does so from a composition. The built-in routes are `deepseek-official`
 //! (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`) and `openai-compatible` (`OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL`); environment lookups go through an injectable [`EnvLookup`].
 //!
@@ -14,6 +14,7 @@
 
 mod adapter;
 mod config;
+mod plugin;
 pub mod sse;
 pub mod status;
 pub mod translate;
@@ -25,3 +26,4 @@ pub use config::{
     ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,
     DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
 };
+pub use plugin::{EnvSource, OpenAiPlugin};

@@ -14,6 +14,7 @@ mod assembler;
 pub mod boundary;
 mod error;
 mod events;
+mod plugin;
 mod retry;
 mod runtime;
 
@@ -21,5 +22,6 @@ pub use adapter::{ChunkStream, LlmAdapter, LlmRequest, Modality, ModelInfo, Reas
 pub use assembler::{AssembleError, Assembled, BlockAssembler};
 pub use error::{error_chain, normalize_failure, BoxError, LlmError};
 pub use events::{AdaptersUpdated, AdaptersUpdatedPayload, LlmStream};
+pub use plugin::{LlmPlugin, LlmPluginConfig};
 pub use retry::{Backoff, NormalRetry, ResolvedRetryPolicy};
 pub use runtime::{AdapterHandle, LlmRuntime, PreparedCall, DUPLICATE_ROUTE};

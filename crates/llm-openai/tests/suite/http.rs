@@ -364,3 +364,26 @@ async fn end_to_end_through_the_runtime() {
     assert_eq!(first.json()["max_tokens"], json!(256_000));
     server.request().await;
 }
+
+#[tokio::test]
+async fn plugin_registers_routes_from_composition_config_and_unwinds() {
+    use dsh_llm::LlmPlugin;
+    use dsh_llm_openai::{EnvSource, OpenAiPlugin};
+    let root = Context::root();
+    root.provide(Arc::new(EnvSource(env("http://127.0.0.1:9"))))
+        .unwrap()
+        .forget();
+    let adapters = root
+        .plugin::<OpenAiPlugin>(serde_json::from_value(json!({})).unwrap())
+        .unwrap();
+    // Deferred until the runtime exists.
+    let llm = root.plugin::<LlmPlugin>(Default::default()).unwrap();
+    let runtime = root.get::<LlmRuntime>().unwrap();
+    assert_eq!(
+        runtime.routes(),
+        vec!["deepseek-official", "openai-compatible"]
+    );
+    adapters.dispose();
+    assert!(runtime.routes().is_empty());
+    llm.dispose();
+}
