@@ -2,5 +2,7 @@
 //!
 //! - [`mock_llm`]: a fault-injecting OpenAI-compatible HTTP server (also the `dsh-mock-llm`
 //!   binary) for testing the real model adapter, retry and recovery end to end.
+//! - [`scripted`]: an in-process scripted model adapter and reply builders for loop tests.
 
 pub mod mock_llm;
+pub mod scripted;

@@ -274,7 +274,10 @@ mod tests {
     #[test]
     fn tool_calls_and_max_tokens() {
         assert_eq!(
-            wire(&tool_call_response(&[("c1", "read", "{}"), ("c2", "bash", "")])),
+            wire(&tool_call_response(&[
+                ("c1", "read", "{}"),
+                ("c2", "bash", "")
+            ])),
             json!([
                 {"type": "block-start", "index": 0, "blockType": "tool-call"},
                 {"type": "tool-call-delta", "index": 0, "id": "c1", "name": "read", "argumentsDelta": "{}"},

@@ -5,3 +5,4 @@ mod mock_faults;
 mod mock_fixtures;
 mod mock_routes;
 mod mock_stream;
+mod scripted;
