@@ -1,1 +1,66 @@
-fn main() {}
+//! `dsh-bench <name>|all`: benchmark programs that print figures.
+//!
+//! Each benchmark is a module with a `run()` that prints median and p90 figures together
+//! with the command that reproduces them. Run in release mode:
+//! `cargo run --release -p dsh-bench -- all`.
+
+mod derive_messages;
+mod session_append;
+mod stats;
+
+use std::process::ExitCode;
+
+/// A named benchmark.
+struct Bench {
+    name: &'static str,
+    about: &'static str,
+    run: fn() -> anyhow::Result<()>,
+}
+
+const BENCHES: &[Bench] = &[
+    Bench {
+        name: "session-append",
+        about: "Session::append of small events (budget: median <= 2 us)",
+        run: session_append::run,
+    },
+    Bench {
+        name: "derive-messages",
+        about: "Session::derive_messages of a 10k-message log (budget: <= 5 ms)",
+        run: derive_messages::run,
+    },
+];
+
+fn usage() {
+    eprintln!("usage: dsh-bench <name>|all");
+    for bench in BENCHES {
+        eprintln!("  {:<18} {}", bench.name, bench.about);
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [name] = args.as_slice() else {
+        usage();
+        return ExitCode::from(2);
+    };
+    let selected: Vec<&Bench> = BENCHES
+        .iter()
+        .filter(|b| name == "all" || b.name == name)
+        .collect();
+    if selected.is_empty() {
+        eprintln!("unknown benchmark `{name}`");
+        usage();
+        return ExitCode::from(2);
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("warning: debug build; figures are meaningless without --release");
+    }
+    for bench in selected {
+        println!("== {} ({})", bench.name, bench.about);
+        if let Err(error) = (bench.run)() {
+            eprintln!("{} failed: {error:#}", bench.name);
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

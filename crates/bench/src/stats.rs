@@ -1,0 +1,32 @@
+//! Sample summaries.
+
+use std::time::Duration;
+
+/// Median and 90th percentile of `samples` (each one measurement of one operation).
+pub struct Summary {
+    pub median: Duration,
+    pub p90: Duration,
+    pub samples: usize,
+}
+
+pub fn summarize(mut samples: Vec<Duration>) -> Summary {
+    samples.sort_unstable();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples.get(i).copied().unwrap_or_default()
+    };
+    Summary {
+        median: at(0.5),
+        p90: at(0.9),
+        samples: samples.len(),
+    }
+}
+
+/// Prints one result line and the command that reproduces it.
+pub fn report(bench: &str, case: &str, summary: &Summary) {
+    println!(
+        "{case:<44} median {:>10.3?}  p90 {:>10.3?}  ({} samples)",
+        summary.median, summary.p90, summary.samples
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {bench}");
+}
