@@ -127,6 +127,13 @@ mod tests {
     }
 
     #[test]
+    fn the_type_tag_is_optional_when_reading() {
+        let header: SessionHeader =
+            serde_json::from_value(json!({"version": 0, "id": "s", "createdAt": 1})).unwrap();
+        assert_eq!(header, SessionHeader::new("s".into(), 1));
+    }
+
+    #[test]
     fn bad_headers_are_refused() {
         let mut header = SessionHeader::new("s".into(), 1);
         header.cwd = Some("relative/dir".into());
