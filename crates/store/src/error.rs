@@ -82,6 +82,29 @@ pub enum StoreError {
     /// Another writer holds the log.
     #[error("session log {path} is already open for writing by another process")]
     Locked { path: PathBuf },
+    /// The stored log holds an event or header the session model refuses (for example a
+    /// required event type this build does not know).
+    #[error("session log {path} cannot be loaded: {source}")]
+    Rejected {
+        path: PathBuf,
+        #[source]
+        source: dsh_session::SessionError,
+    },
+    /// A session given to the store is not valid (its header or events).
+    #[error("session cannot be stored: {source}")]
+    InvalidSession {
+        #[source]
+        source: dsh_session::SessionError,
+    },
+    /// A root holds logs in one encoding only; this log uses the other one.
+    #[error(
+        "session log {path} is not in this store's encoding ({expected}); \
+         configure the store with the matching compression to open it"
+    )]
+    EncodingMismatch {
+        path: PathBuf,
+        expected: &'static str,
+    },
     /// An earlier write failed and the log could not be restored to its last durable length;
     /// the writer refuses further appends until the log is read again.
     #[error("session log {path} is in an unknown state after a failed write; reopen it")]
@@ -102,6 +125,10 @@ impl StoreError {
             StoreError::InvalidId { .. } => "SESSION_ID_INVALID",
             StoreError::Locked { .. } => "SESSION_LOCKED",
             StoreError::Poisoned { .. } => "SESSION_WRITER_POISONED",
+            StoreError::Rejected { source, .. } | StoreError::InvalidSession { source } => {
+                source.root().code()
+            }
+            StoreError::EncodingMismatch { .. } => "SESSION_ENCODING_MISMATCH",
         }
     }
 

@@ -15,17 +15,32 @@
 //! - [`LogWriter`]: lazy atomic creation and crash-safe appends;
 //! - [`read_log`] / [`read_header`]: lenient reading that drops a crash's torn tail and
 //!   reports real damage as [`StoreError::Corruption`].
+//!
+//! On top of it, the typed layer speaks `dsh-session`'s vocabulary:
+//! - [`SessionPersistence`]: the seam the rest of dsh uses (create, durable append,
+//!   prepare-for-resume with crash repair, load, inspect, read-from, list);
+//! - [`JsonlBackend`]: its implementation over this format;
+//! - [`SessionIndex`]: the listing index that keeps `list` from opening logs;
+//! - [`WriteCoordinator`]: write-behind batching with flush barriers.
 
+mod backend;
 pub mod chunk_rows;
+mod coordinator;
 mod error;
 mod file;
 mod frames;
 mod header;
+mod index;
 pub mod paths;
+mod persistence;
 mod reader;
 
+pub use backend::{JsonlBackend, JsonlConfig};
+pub use coordinator::{WriteBehindConfig, WriteCoordinator};
 pub use error::{FrameLocation, RecordLocation, StoreError};
 pub use file::{LogFormat, LogWriter};
 pub use header::{LogHeader, SESSION_FORMAT_VERSION};
+pub use index::{SessionIndex, SessionSummary, INDEX_FILE};
 pub use paths::{Compression, StoreLayout};
+pub use persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 pub use reader::{parse_log, read_header, read_log, StoredLog, TornReason, TornTail};

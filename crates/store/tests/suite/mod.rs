@@ -1,5 +1,7 @@
 mod common;
 mod damage;
 mod fixtures;
+mod listing;
 mod packing;
 mod round_trip;
+mod typed;

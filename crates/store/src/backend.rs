@@ -1,0 +1,345 @@
+//! The JSONL/zstd backend: [`SessionPersistence`] over the original's on-disk format.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_protocol::SessionId;
+use dsh_session::{
+    interrupted_turn_closers, SeedSource, SessionBuilder, SessionEvent, SessionHeader,
+};
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::file::{LogFormat, LogWriter};
+use crate::header::LogHeader;
+use crate::index::{LogStamp, SessionIndex, SessionSummary};
+use crate::paths::{session_dir_name, Compression, StoreLayout};
+use crate::persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
+use crate::reader::{read_log, StoredLog};
+
+/// Where and how the backend stores logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonlConfig {
+    /// The sessions root (`$DSH_HOME/sessions`).
+    pub root: PathBuf,
+    pub compression: Compression,
+    /// Store runs of deltas as packed rows.
+    pub pack_chunks: bool,
+}
+
+impl JsonlConfig {
+    /// The original's defaults: zstd frames with packed rows.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        JsonlConfig {
+            root: root.into(),
+            compression: Compression::Zstd,
+            pack_chunks: true,
+        }
+    }
+}
+
+/// One session's writer; its mutex serializes every operation on that session.
+#[derive(Debug, Default)]
+struct Slot {
+    writer: Option<LogWriter>,
+    /// The stored header, for index updates.
+    header: Option<LogHeader>,
+}
+
+/// Session logs under one root, in one encoding.
+#[derive(Debug)]
+pub struct JsonlBackend {
+    layout: StoreLayout,
+    pack_chunks: bool,
+    slots: Mutex<HashMap<SessionId, Arc<Mutex<Slot>>>>,
+    index: SessionIndex,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Slot state is only replaced wholesale after a successful step; a panic elsewhere
+    // leaves nothing half-updated.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn to_values(events: &[Arc<SessionEvent>]) -> Result<Vec<Value>, StoreError> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(position, event)| {
+            serde_json::to_value(&**event).map_err(|e| StoreError::InvalidEvent {
+                position,
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn typed_events(log: &StoredLog) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
+    log.events
+        .iter()
+        .map(|value| {
+            SessionEvent::from_value(value)
+                .map(Arc::new)
+                .map_err(|source| StoreError::Rejected {
+                    path: log.path.clone(),
+                    source,
+                })
+        })
+        .collect()
+}
+
+fn session_header(log: &StoredLog) -> Result<SessionHeader, StoreError> {
+    let rejected = |source| StoreError::Rejected {
+        path: log.path.clone(),
+        source,
+    };
+    let header: SessionHeader = serde_json::from_value(log.header.to_value()).map_err(|e| {
+        rejected(dsh_session::SessionError::InvalidHeader {
+            reason: e.to_string(),
+        })
+    })?;
+    header.validate().map_err(rejected)?;
+    Ok(header)
+}
+
+fn log_header(header: &SessionHeader) -> Result<LogHeader, StoreError> {
+    header
+        .validate()
+        .map_err(|source| StoreError::InvalidSession { source })?;
+    let invalid = |reason: String| StoreError::InvalidSession {
+        source: dsh_session::SessionError::InvalidHeader { reason },
+    };
+    let value = serde_json::to_value(header).map_err(|e| invalid(e.to_string()))?;
+    crate::header::LogHeader::from_value(value).map_err(|e| invalid(format!("{e:?}")))
+}
+
+impl JsonlBackend {
+    pub fn new(config: JsonlConfig) -> Self {
+        let layout = StoreLayout::new(config.root, config.compression);
+        JsonlBackend {
+            index: SessionIndex::new(layout.clone()),
+            layout,
+            pack_chunks: config.pack_chunks,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn layout(&self) -> &StoreLayout {
+        &self.layout
+    }
+
+    fn format(&self) -> LogFormat {
+        LogFormat {
+            compression: self.layout.compression(),
+            pack_chunks: self.pack_chunks,
+        }
+    }
+
+    fn slot(&self, id: &SessionId) -> Arc<Mutex<Slot>> {
+        Arc::clone(lock(&self.slots).entry(id.clone()).or_default())
+    }
+
+    /// Finds the stored log of `id`: from the index's workspace if known, else by looking
+    /// for the session directory in every project directory.
+    pub fn locate(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
+        let dir_name = session_dir_name(id.as_str())?;
+        let file_name = self.layout.compression().file_name();
+        let other_name = match self.layout.compression() {
+            Compression::Zstd => Compression::None.file_name(),
+            Compression::None => Compression::Zstd.file_name(),
+        };
+        let mut candidates = Vec::new();
+        if let Some(cwd) = self.index.cwd_of(id.as_str()) {
+            candidates.push(self.layout.project_dir(cwd.as_deref()).join(&dir_name));
+        }
+        if let Ok(projects) = std::fs::read_dir(self.layout.root()) {
+            candidates.extend(projects.flatten().map(|p| p.path().join(&dir_name)));
+        }
+        for dir in candidates {
+            let log = dir.join(file_name);
+            if log.is_file() {
+                return Ok(log);
+            }
+            let foreign = dir.join(other_name);
+            if foreign.is_file() {
+                return Err(StoreError::EncodingMismatch {
+                    path: foreign,
+                    expected: file_name,
+                });
+            }
+        }
+        Err(StoreError::NotFound {
+            id: id.as_str().to_owned(),
+        })
+    }
+
+    fn read(&self, id: &SessionId) -> Result<StoredLog, StoreError> {
+        let path = self.locate(id)?;
+        read_log(&path, self.layout.compression(), Some(id.as_str()))
+    }
+
+    /// Opens the stored log for appending (cutting a torn tail) if the slot has no writer.
+    fn ensure_writer<'a>(
+        &self,
+        id: &SessionId,
+        slot: &'a mut Slot,
+    ) -> Result<&'a mut LogWriter, StoreError> {
+        if slot.writer.is_none() {
+            let log = self.read(id)?;
+            let writer = LogWriter::open(&log, self.pack_chunks)?;
+            if log.torn_tail.is_some() {
+                self.index.invalidate(&log.path);
+            }
+            slot.header = Some(log.header);
+            slot.writer = Some(writer);
+        }
+        slot.writer.as_mut().ok_or(StoreError::NotFound {
+            id: id.as_str().to_owned(),
+        })
+    }
+
+    fn append_values(
+        &self,
+        slot: &mut Slot,
+        id: &SessionId,
+        values: &[Value],
+    ) -> Result<(), StoreError> {
+        self.ensure_writer(id, slot)?;
+        let Slot { writer, header } = slot;
+        let Some(writer) = writer.as_mut() else {
+            return Err(StoreError::NotFound {
+                id: id.as_str().to_owned(),
+            });
+        };
+        let size_before = writer.durable_len();
+        writer.append(values)?;
+        if let (Some(header), Ok(stamp)) = (header.as_ref(), LogStamp::of(writer.path())) {
+            self.index
+                .record_append(writer.path(), header, size_before, values, stamp);
+        }
+        Ok(())
+    }
+}
+
+impl SessionPersistence for JsonlBackend {
+    fn create(&self, header: &SessionHeader) -> Result<(), StoreError> {
+        let stored = log_header(header)?;
+        let path = self
+            .layout
+            .session_file(stored.cwd.as_deref(), header.id.as_str())?;
+        let slot = self.slot(&header.id);
+        let mut slot = lock(&slot);
+        if slot.writer.is_some() || path.exists() {
+            return Err(StoreError::AlreadyExists { path });
+        }
+        slot.writer = Some(LogWriter::create_lazy(path, self.format(), stored.clone()));
+        slot.header = Some(stored);
+        Ok(())
+    }
+
+    fn next_seq(&self, id: &SessionId) -> Result<u64, StoreError> {
+        let slot = self.slot(id);
+        let slot = lock(&slot);
+        match &slot.writer {
+            Some(writer) => Ok(writer.next_seq()),
+            None => Ok(self.read(id)?.next_seq()),
+        }
+    }
+
+    fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let values = to_values(events)?;
+        let slot = self.slot(id);
+        let mut slot = lock(&slot);
+        self.append_values(&mut slot, id, &values)
+    }
+
+    fn prepare(&self, id: &SessionId) -> Result<SessionPreparation, StoreError> {
+        let slot = self.slot(id);
+        let mut slot = lock(&slot);
+        // Our own open writer holds the log's lock; the log is re-read from disk anyway.
+        slot.writer = None;
+        let log = self.read(id)?;
+        let header = session_header(&log)?;
+        let mut events = typed_events(&log)?;
+        let closers = interrupted_turn_closers(&events);
+        events.extend(closers.iter().cloned().map(Arc::new));
+        // Build first: a log the session model refuses is reported, never modified.
+        let session = SessionBuilder::new(header)
+            .seed(events, SeedSource::Persistence)
+            .build()
+            .map_err(|source| StoreError::Rejected {
+                path: log.path.clone(),
+                source,
+            })?;
+        let writer = LogWriter::open(&log, self.pack_chunks)?;
+        if log.torn_tail.is_some() {
+            self.index.invalidate(&log.path);
+        }
+        slot.header = Some(log.header.clone());
+        slot.writer = Some(writer);
+        let closer_values: Vec<Value> =
+            to_values(&closers.iter().cloned().map(Arc::new).collect::<Vec<_>>())?;
+        self.append_values(&mut slot, id, &closer_values)?;
+        Ok(SessionPreparation {
+            session,
+            torn_tail: log.torn_tail,
+            closers,
+        })
+    }
+
+    fn load(&self, id: &SessionId) -> Result<StoredSession, StoreError> {
+        let log = self.read(id)?;
+        Ok(StoredSession {
+            header: session_header(&log)?,
+            events: typed_events(&log)?,
+            torn_tail: log.torn_tail,
+        })
+    }
+
+    fn inspect(&self, id: &SessionId) -> Result<Inspection, StoreError> {
+        let log = self.read(id)?;
+        let header = session_header(&log)?;
+        let mut events = typed_events(&log)?;
+        let pending_closers = interrupted_turn_closers(&events);
+        // The same validation a resume runs, so a clean inspection means it will load.
+        events.extend(pending_closers.iter().cloned().map(Arc::new));
+        SessionBuilder::new(header)
+            .seed(events, SeedSource::Persistence)
+            .build()
+            .map_err(|source| StoreError::Rejected {
+                path: log.path.clone(),
+                source,
+            })?;
+        Ok(Inspection {
+            pending_closers,
+            events: log.next_seq(),
+            size: log.file_len,
+            torn_tail: log.torn_tail,
+            header: log.header,
+            path: log.path,
+        })
+    }
+
+    fn read_from(
+        &self,
+        id: &SessionId,
+        from_seq: u64,
+    ) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
+        let mut log = self.read(id)?;
+        let start = usize::try_from(from_seq).unwrap_or(usize::MAX);
+        log.events = log.events.split_off(start.min(log.events.len()));
+        typed_events(&log)
+    }
+
+    fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        self.index.list()
+    }
+
+    fn release(&self, id: &SessionId) {
+        lock(&self.slots).remove(id);
+    }
+}

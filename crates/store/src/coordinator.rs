@@ -1,0 +1,283 @@
+//! Write-behind: batching session events into durable appends.
+//!
+//! Syncing after every streamed chunk would make the disk the bottleneck of every answer,
+//! so events are written in batches: the first unwritten event arms a fixed window (200 ms
+//! by default), events arriving meanwhile join it, and its expiry writes them as one append.
+//! The agent loop asks for a [`flush`](WriteCoordinator::flush) before each model request,
+//! tool side effect and pre-step; a flush cancels the window and drains everything,
+//! including events that arrive while it drains, so a crash loses at most what no model has
+//! been asked about yet.
+//!
+//! The session itself is the queue: the coordinator keeps the session and a cursor (the
+//! next seq the store holds) and writes `events_from(cursor)`. A failed write therefore
+//! loses nothing: the events stay in the session, automatic retries pause until a new event
+//! arrives, and the next flush retries and reports a repeated failure. One write per session
+//! runs at a time, in seq order.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use dsh_protocol::SessionId;
+use dsh_session::Session;
+use tokio::runtime::Handle;
+
+use crate::error::StoreError;
+use crate::persistence::SessionPersistence;
+
+/// Batching settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteBehindConfig {
+    /// How long the first unwritten event may wait for company (`writeBatchMaxDelayMs`).
+    pub max_delay: Duration,
+}
+
+impl Default for WriteBehindConfig {
+    fn default() -> Self {
+        WriteBehindConfig {
+            max_delay: Duration::from_millis(200),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct QueueState {
+    /// The next seq the store holds; events before it are written.
+    stored_next: u64,
+    timer_armed: bool,
+    /// Bumped to cancel an armed window.
+    timer_generation: u64,
+    /// A background write failed; wait for a new event or a flush before retrying.
+    paused: bool,
+    failure_logged: bool,
+}
+
+#[derive(Debug)]
+struct Queue {
+    session: Session,
+    state: Mutex<QueueState>,
+    /// Serializes this session's writes (held across the blocking append).
+    writing: tokio::sync::Mutex<()>,
+}
+
+struct Inner {
+    persistence: Arc<dyn SessionPersistence>,
+    config: WriteBehindConfig,
+    runtime: Option<Handle>,
+    queues: Mutex<HashMap<SessionId, Arc<Queue>>>,
+}
+
+/// Persists live sessions through a [`SessionPersistence`] with write-behind batching.
+#[derive(Clone)]
+pub struct WriteCoordinator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WriteCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteCoordinator")
+            .field("config", &self.inner.config)
+            .field("sessions", &lock(&self.inner.queues).len())
+            .finish()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl WriteCoordinator {
+    /// A coordinator whose batching windows run on the current tokio runtime. Outside a
+    /// runtime no window is armed and events wait for an explicit flush.
+    pub fn new(persistence: Arc<dyn SessionPersistence>, config: WriteBehindConfig) -> Self {
+        WriteCoordinator {
+            inner: Arc::new(Inner {
+                persistence,
+                config,
+                runtime: Handle::try_current().ok(),
+                queues: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn persistence(&self) -> &Arc<dyn SessionPersistence> {
+        &self.inner.persistence
+    }
+
+    /// Starts persisting a live session (`session/created`).
+    ///
+    /// A new session is registered with the store (which writes nothing yet); a resumed one
+    /// continues after what is stored. Events the store does not hold yet — a fork's seed,
+    /// the `session/end-seed` marker of a resume — are scheduled like any new event.
+    pub fn register(&self, session: &Session) -> Result<(), StoreError> {
+        let id = session.id();
+        if lock(&self.inner.queues).contains_key(id) {
+            return Ok(());
+        }
+        let stored_next = match self.inner.persistence.next_seq(id) {
+            Ok(next) => next,
+            Err(StoreError::NotFound { .. }) => {
+                self.inner.persistence.create(session.header())?;
+                0
+            }
+            Err(err) => return Err(err),
+        };
+        let queue = Arc::new(Queue {
+            session: session.clone(),
+            state: Mutex::new(QueueState {
+                stored_next,
+                timer_armed: false,
+                timer_generation: 0,
+                paused: false,
+                failure_logged: false,
+            }),
+            writing: tokio::sync::Mutex::new(()),
+        });
+        lock(&self.inner.queues).insert(id.clone(), Arc::clone(&queue));
+        if session.len() > stored_next {
+            self.arm(&queue);
+        }
+        Ok(())
+    }
+
+    /// A session event was committed (`session/event`): make sure a window is armed.
+    pub fn notify(&self, id: &SessionId) {
+        let queue = lock(&self.inner.queues).get(id).cloned();
+        if let Some(queue) = queue {
+            lock(&queue.state).paused = false;
+            self.arm(&queue);
+        }
+    }
+
+    fn arm(&self, queue: &Arc<Queue>) {
+        let Some(runtime) = &self.inner.runtime else {
+            return;
+        };
+        let generation = {
+            let mut state = lock(&queue.state);
+            if state.timer_armed || state.paused {
+                return;
+            }
+            state.timer_armed = true;
+            state.timer_generation += 1;
+            state.timer_generation
+        };
+        let inner = Arc::clone(&self.inner);
+        let queue = Arc::clone(queue);
+        runtime.spawn(async move {
+            tokio::time::sleep(inner.config.max_delay).await;
+            {
+                let mut state = lock(&queue.state);
+                if !state.timer_armed || state.timer_generation != generation {
+                    return;
+                }
+                state.timer_armed = false;
+            }
+            let _writing = queue.writing.lock().await;
+            if let Err(err) = write_batch(&inner, &queue).await {
+                let mut state = lock(&queue.state);
+                state.paused = true;
+                if !state.failure_logged {
+                    state.failure_logged = true;
+                    tracing::warn!(
+                        session = %queue.session.id(),
+                        code = err.code(),
+                        %err,
+                        "session write failed; it is retried on the next event or flush"
+                    );
+                }
+            }
+        });
+    }
+
+    /// Drains a session to the store (`session/flush`): cancels its window and writes every
+    /// event, including those appended while the flush runs. Unknown sessions flush
+    /// trivially.
+    pub async fn flush(&self, id: &SessionId) -> Result<(), StoreError> {
+        let queue = lock(&self.inner.queues).get(id).cloned();
+        match queue {
+            Some(queue) => drain(&self.inner, &queue).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes every registered session; returns the first failure after trying them all.
+    pub async fn flush_all(&self) -> Result<(), StoreError> {
+        let queues: Vec<Arc<Queue>> = lock(&self.inner.queues).values().cloned().collect();
+        let mut first_error = None;
+        for queue in queues {
+            if let Err(err) = drain(&self.inner, &queue).await {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Final flush, then forgets the session (`session/disposed`). If the flush fails the
+    /// session stays registered so that a later flush can still save it.
+    pub async fn release(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.flush(id).await?;
+        lock(&self.inner.queues).remove(id);
+        let persistence = Arc::clone(&self.inner.persistence);
+        let id = id.clone();
+        // Releasing drops a file handle; cheap, but keep blocking calls off the reactor.
+        let _ = tokio::task::spawn_blocking(move || persistence.release(&id)).await;
+        Ok(())
+    }
+
+    /// The next seq the store holds for a registered session.
+    pub fn stored_next(&self, id: &SessionId) -> Option<u64> {
+        let queue = lock(&self.inner.queues).get(id).cloned()?;
+        let next = lock(&queue.state).stored_next;
+        Some(next)
+    }
+}
+
+async fn drain(inner: &Arc<Inner>, queue: &Arc<Queue>) -> Result<(), StoreError> {
+    {
+        let mut state = lock(&queue.state);
+        state.timer_armed = false;
+        state.timer_generation += 1;
+    }
+    let _writing = queue.writing.lock().await;
+    loop {
+        let stored_next = lock(&queue.state).stored_next;
+        if queue.session.len() <= stored_next {
+            lock(&queue.state).paused = false;
+            return Ok(());
+        }
+        if let Err(err) = write_batch(inner, queue).await {
+            lock(&queue.state).paused = true;
+            return Err(err);
+        }
+    }
+}
+
+/// Writes the events after the cursor as one append. Caller holds `queue.writing`.
+async fn write_batch(inner: &Arc<Inner>, queue: &Arc<Queue>) -> Result<(), StoreError> {
+    let stored_next = lock(&queue.state).stored_next;
+    let batch = queue.session.events_from(stored_next);
+    let Some(last) = batch.last().map(|e| e.seq) else {
+        return Ok(());
+    };
+    let persistence = Arc::clone(&inner.persistence);
+    let id = queue.session.id().clone();
+    let result = tokio::task::spawn_blocking(move || persistence.append(&id, &batch)).await;
+    match result {
+        Ok(Ok(())) => {
+            let mut state = lock(&queue.state);
+            state.stored_next = last + 1;
+            state.failure_logged = false;
+            Ok(())
+        }
+        Ok(Err(err)) => Err(err),
+        Err(join) => Err(StoreError::io(
+            "append (writer task failed)",
+            std::path::PathBuf::new(),
+            std::io::Error::other(join.to_string()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

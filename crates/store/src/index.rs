@@ -1,0 +1,452 @@
+//! The listing index: what a session picker needs, without decoding any log.
+//!
+//! Listing must stay fast with thousands of sessions (the original decoded every log and
+//! stalled its UI), so each log gets a small summary in `<root>/index.jsonl`. The index is
+//! a cache, never the truth: an entry records the size and modification time of the log it
+//! was computed from, listing compares them with a `stat` of the log, and only a missing or
+//! stale entry is recomputed from the log itself. Writers append an updated entry after
+//! each batch (no sync: a lost entry is just stale); later lines win, and a listing that had
+//! to refresh anything rewrites the file compactly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::header::LogHeader;
+use crate::paths::{Compression, StoreLayout};
+use crate::reader;
+
+/// File name of the index under the store root.
+pub const INDEX_FILE: &str = "index.jsonl";
+const INDEX_TAG: &str = "dsh-session-index";
+const INDEX_VERSION: u64 = 1;
+/// Titles are for pickers; the full prompt stays in the log.
+const TITLE_MAX_CHARS: usize = 200;
+
+/// What a listing shows about one stored session.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: String,
+    /// The workspace the session ran in.
+    pub cwd: Option<String>,
+    /// The first prompt a person typed, cut to a couple of hundred characters.
+    pub title: Option<String>,
+    pub created_at: u64,
+    /// Time of the last stored event (epoch ms); the creation time for an empty log.
+    pub updated_at: u64,
+    /// Turns started.
+    pub turns: u64,
+    pub events: u64,
+    /// Bytes on disk.
+    pub size: u64,
+    /// `kind` of the last `turn/end` reason (`completed`, `interrupted`, …).
+    pub last_outcome: Option<String>,
+    /// Set when the log could not be read; the summary then comes from the header alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl SessionSummary {
+    fn from_header(header: &LogHeader) -> Self {
+        SessionSummary {
+            id: header.id.clone(),
+            cwd: header.cwd.clone(),
+            created_at: header.created_at,
+            updated_at: header.created_at,
+            ..SessionSummary::default()
+        }
+    }
+
+    /// Folds one stored event into the summary.
+    pub(crate) fn apply(&mut self, event: &Value) {
+        self.events += 1;
+        if let Some(time) = event.get("time").and_then(Value::as_u64) {
+            self.updated_at = self.updated_at.max(time);
+        }
+        let data = event.get("data");
+        match event.get("type").and_then(Value::as_str) {
+            Some("turn/start") => self.turns += 1,
+            Some("turn/end") => {
+                self.last_outcome = data
+                    .and_then(|d| d.pointer("/reason/kind"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            Some("user/message") if self.title.is_none() => {
+                let typed_by_user = data
+                    .and_then(|d| d.pointer("/source/kind"))
+                    .and_then(Value::as_str)
+                    == Some("user");
+                if typed_by_user {
+                    self.title = data.and_then(prompt_title);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn prompt_title(message: &Value) -> Option<String> {
+    let blocks = message.get("content")?.as_array()?;
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let joined = text.join(" ");
+    let title: String = joined.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title: String = title.chars().take(TITLE_MAX_CHARS).collect();
+    (!title.is_empty()).then_some(title)
+}
+
+/// A summary plus the state of the log it was computed from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexEntry {
+    /// The log's path relative to the root, `/`-separated.
+    path: String,
+    mtime_ns: u64,
+    #[serde(flatten)]
+    summary: SessionSummary,
+}
+
+/// Size and modification time: what tells a fresh entry from a stale one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogStamp {
+    pub size: u64,
+    pub mtime_ns: u64,
+}
+
+impl LogStamp {
+    pub(crate) fn of(path: &Path) -> std::io::Result<LogStamp> {
+        let meta = fs::metadata(path)?;
+        let mtime_ns = meta
+            .modified()?
+            .duration_since(UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        Ok(LogStamp {
+            size: meta.len(),
+            mtime_ns,
+        })
+    }
+}
+
+/// The listing index of one store root.
+#[derive(Debug)]
+pub struct SessionIndex {
+    layout: StoreLayout,
+    /// Loaded on first use; keyed by relative log path.
+    entries: Mutex<Option<HashMap<String, IndexEntry>>>,
+}
+
+impl SessionIndex {
+    pub fn new(layout: StoreLayout) -> Self {
+        SessionIndex {
+            layout,
+            entries: Mutex::new(None),
+        }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.layout.root().join(INDEX_FILE)
+    }
+
+    fn relative(&self, log: &Path) -> Option<String> {
+        let rel = log.strip_prefix(self.layout.root()).ok()?;
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        Some(parts.join("/"))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<HashMap<String, IndexEntry>>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn loaded<'a>(
+        &self,
+        guard: &'a mut MutexGuard<'_, Option<HashMap<String, IndexEntry>>>,
+    ) -> &'a mut HashMap<String, IndexEntry> {
+        guard.get_or_insert_with(|| load_entries(&self.file()))
+    }
+
+    /// Records a durable append: `appended` went to `log`, which now has `stamp`, and had
+    /// `size_before` bytes before. An entry that does not match `size_before` is stale and is
+    /// dropped instead (the next listing recomputes it).
+    pub(crate) fn record_append(
+        &self,
+        log: &Path,
+        header: &LogHeader,
+        size_before: Option<u64>,
+        appended: &[Value],
+        stamp: LogStamp,
+    ) {
+        let Some(rel) = self.relative(log) else {
+            return;
+        };
+        let mut guard = self.lock();
+        let entries = self.loaded(&mut guard);
+        let mut summary = match (entries.remove(&rel), size_before) {
+            (Some(entry), Some(before)) if entry.summary.size == before => entry.summary,
+            (_, None) => SessionSummary::from_header(header),
+            _ => return,
+        };
+        for event in appended {
+            summary.apply(event);
+        }
+        summary.size = stamp.size;
+        let entry = IndexEntry {
+            path: rel.clone(),
+            mtime_ns: stamp.mtime_ns,
+            summary,
+        };
+        self.append_line(&entry);
+        entries.insert(rel, entry);
+    }
+
+    /// Forgets what the index knows about a log (it was rewritten or repaired).
+    pub(crate) fn invalidate(&self, log: &Path) {
+        if let Some(rel) = self.relative(log) {
+            self.loaded(&mut self.lock()).remove(&rel);
+        }
+    }
+
+    /// The workspace a session's log lives in, if the index knows the session.
+    pub(crate) fn cwd_of(&self, id: &str) -> Option<Option<String>> {
+        let mut guard = self.lock();
+        let entries = self.loaded(&mut guard);
+        entries
+            .values()
+            .find(|e| e.summary.id == id)
+            .map(|e| e.summary.cwd.clone())
+    }
+
+    fn append_line(&self, entry: &IndexEntry) {
+        let path = self.file();
+        let result = (|| -> std::io::Result<()> {
+            let fresh = !path.exists();
+            let mut options = OpenOptions::new();
+            options.create(true).append(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&path)?;
+            let mut text = Vec::new();
+            if fresh {
+                text.extend(index_tag_line());
+            }
+            serde_json::to_writer(&mut text, entry)?;
+            text.push(b'\n');
+            file.write_all(&text)
+        })();
+        if let Err(err) = result {
+            // The index is a cache: failing to update it costs a refresh, not data.
+            tracing::debug!(path = %path.display(), %err, "session index not updated");
+        }
+    }
+
+    /// Lists every stored session, newest first, without opening logs whose entry is fresh.
+    pub fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let logs = discover_logs(&self.layout)?;
+        let mut guard = self.lock();
+        let entries = self.loaded(&mut guard);
+        let mut changed = false;
+        let mut seen = BTreeMap::new();
+        for (rel, path) in logs {
+            let Ok(stamp) = LogStamp::of(&path) else {
+                continue;
+            };
+            let fresh = entries
+                .get(&rel)
+                .is_some_and(|e| e.summary.size == stamp.size && e.mtime_ns == stamp.mtime_ns);
+            if !fresh {
+                let summary = summarize_log(&path, self.layout.compression(), stamp);
+                entries.insert(
+                    rel.clone(),
+                    IndexEntry {
+                        path: rel.clone(),
+                        mtime_ns: stamp.mtime_ns,
+                        summary,
+                    },
+                );
+                changed = true;
+            }
+            seen.insert(rel, ());
+        }
+        let before = entries.len();
+        entries.retain(|rel, _| seen.contains_key(rel));
+        changed |= entries.len() != before;
+        if changed {
+            if let Err(err) = write_compact(&self.file(), entries) {
+                tracing::debug!(%err, "session index not rewritten");
+            }
+        }
+        let mut summaries: Vec<SessionSummary> =
+            entries.values().map(|e| e.summary.clone()).collect();
+        summaries.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(summaries)
+    }
+}
+
+fn index_tag_line() -> Vec<u8> {
+    format!("{{\"type\":\"{INDEX_TAG}\",\"version\":{INDEX_VERSION}}}\n").into_bytes()
+}
+
+/// Reads the index file; anything unreadable just means "no entry".
+fn load_entries(file: &Path) -> HashMap<String, IndexEntry> {
+    let mut entries = HashMap::new();
+    let Ok(text) = fs::read_to_string(file) else {
+        return entries;
+    };
+    let mut lines = text.lines();
+    let tagged = lines
+        .next()
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| v["type"] == INDEX_TAG && v["version"] == INDEX_VERSION);
+    if !tagged {
+        return entries;
+    }
+    for line in lines {
+        if let Ok(entry) = serde_json::from_str::<IndexEntry>(line) {
+            entries.insert(entry.path.clone(), entry);
+        }
+    }
+    entries
+}
+
+fn write_compact(file: &Path, entries: &HashMap<String, IndexEntry>) -> std::io::Result<()> {
+    let mut sorted: Vec<&IndexEntry> = entries.values().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut text = index_tag_line();
+    for entry in sorted {
+        serde_json::to_writer(&mut text, entry)?;
+        text.push(b'\n');
+    }
+    let temp = file.with_extension(format!("jsonl.{}.tmp", std::process::id()));
+    let mut options = OpenOptions::new();
+    options.create(true).write(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&temp)?.write_all(&text)?;
+    fs::rename(&temp, file)
+}
+
+/// Every log file under the root in the root's encoding: `(relative path, path)`.
+pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<(String, PathBuf)>, StoreError> {
+    let root = layout.root();
+    let file_name = layout.compression().file_name();
+    let projects = match fs::read_dir(root) {
+        Ok(dir) => dir,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(StoreError::io("list", root, err)),
+    };
+    let mut logs = Vec::new();
+    for project in projects.flatten() {
+        if !project.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let project_name = project.file_name().to_string_lossy().into_owned();
+        let Ok(sessions) = fs::read_dir(project.path()) else {
+            continue;
+        };
+        for session in sessions.flatten() {
+            let log = session.path().join(file_name);
+            if log.is_file() {
+                let session_name = session.file_name().to_string_lossy().into_owned();
+                logs.push((format!("{project_name}/{session_name}/{file_name}"), log));
+            }
+        }
+    }
+    Ok(logs)
+}
+
+/// Recomputes a summary from the log itself (the slow path).
+fn summarize_log(path: &Path, compression: Compression, stamp: LogStamp) -> SessionSummary {
+    let mut summary = match reader::read_log(path, compression, None) {
+        Ok(log) => {
+            let mut summary = SessionSummary::from_header(&log.header);
+            for event in &log.events {
+                summary.apply(event);
+            }
+            summary
+        }
+        Err(err) => {
+            let problem = Some(format!("{}: {err}", err.code()));
+            match reader::read_header(path, compression) {
+                Ok(header) => SessionSummary {
+                    problem,
+                    ..SessionSummary::from_header(&header)
+                },
+                Err(_) => SessionSummary {
+                    id: path
+                        .parent()
+                        .and_then(Path::file_name)
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    problem,
+                    ..SessionSummary::default()
+                },
+            }
+        }
+    };
+    summary.size = stamp.size;
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_fold_titles_turns_and_outcomes() {
+        let mut summary = SessionSummary::from_header(&LogHeader::new("s", 5));
+        for event in [
+            json!({"type": "user/message", "seq": 0, "time": 6, "data": {"role": "user",
+                   "source": {"kind": "plugin", "plugin": "x"}, "content": [{"type": "text", "text": "context"}]}}),
+            json!({"type": "turn/start", "seq": 1, "time": 7, "data": {"turn": 1}}),
+            json!({"type": "user/message", "seq": 2, "time": 8, "data": {"role": "user",
+                   "source": {"kind": "user"}, "content": [{"type": "text", "text": "Fix  the\nbug"}]}}),
+            json!({"type": "user/message", "seq": 3, "time": 9, "data": {"role": "user",
+                   "source": {"kind": "user"}, "content": [{"type": "text", "text": "later"}]}}),
+            json!({"type": "turn/end", "seq": 4, "time": 10, "data": {"turn": 1, "reason": {"kind": "blocked"}}}),
+        ] {
+            summary.apply(&event);
+        }
+        assert_eq!(
+            summary,
+            SessionSummary {
+                id: "s".into(),
+                title: Some("Fix the bug".into()),
+                created_at: 5,
+                updated_at: 10,
+                turns: 1,
+                events: 5,
+                last_outcome: Some("blocked".into()),
+                ..SessionSummary::default()
+            }
+        );
+    }
+
+    #[test]
+    fn unreadable_index_files_mean_no_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(INDEX_FILE);
+        assert!(load_entries(&file).is_empty());
+        fs::write(&file, "garbage\n{\"path\":\"x\"}\n").unwrap();
+        assert!(load_entries(&file).is_empty());
+    }
+}

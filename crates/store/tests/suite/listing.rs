@@ -1,0 +1,198 @@
+//! The listing index: built from logs when missing, trusted while fresh, refreshed when stale.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use dsh_store::{
+    Compression, JsonlBackend, JsonlConfig, LogFormat, LogHeader, LogWriter, SessionPersistence,
+    SessionSummary, StoreLayout, INDEX_FILE,
+};
+use serde_json::{json, Value};
+
+use super::common::{turn_end, turn_start};
+
+fn prompt(seq: u64, text: &str) -> Value {
+    json!({"type": "user/message", "seq": seq, "time": 1000 + seq, "surfaceOp": "append",
+           "data": {"id": format!("m{seq}"), "role": "user", "source": {"kind": "user"},
+                    "content": [{"type": "text", "text": text}]}})
+}
+
+fn write_session(root: &Path, id: &str, cwd: &str, turns: u64) -> std::path::PathBuf {
+    let path = StoreLayout::new(root, Compression::None)
+        .session_file(Some(cwd), id)
+        .unwrap();
+    let mut header = LogHeader::new(id, 7);
+    header.cwd = Some(cwd.into());
+    let format = LogFormat {
+        compression: Compression::None,
+        pack_chunks: false,
+    };
+    let mut writer = LogWriter::create_lazy(&path, format, header);
+    let mut seq = 0;
+    for turn in 1..=turns {
+        writer
+            .append(&[
+                turn_start(seq, turn),
+                prompt(seq + 1, &format!("task {id} {turn}")),
+                turn_end(seq + 2, turn),
+            ])
+            .unwrap();
+        seq += 3;
+    }
+    path
+}
+
+fn backend(root: &Path) -> JsonlBackend {
+    JsonlBackend::new(JsonlConfig {
+        root: root.to_owned(),
+        compression: Compression::None,
+        pack_chunks: false,
+    })
+}
+
+/// Replaces a log's bytes with garbage of the same length and keeps its mtime, so only a
+/// reader that opens the log can tell.
+fn garble_keeping_stamp(path: &Path) {
+    let modified = fs::metadata(path).unwrap().modified().unwrap();
+    let len = fs::metadata(path).unwrap().len() as usize;
+    fs::write(path, vec![b'#'; len]).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+}
+
+#[test]
+fn a_missing_index_is_rebuilt_from_the_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    write_session(dir.path(), "a", "/w/one", 2);
+    write_session(dir.path(), "b", "/w/two", 1);
+    let listed = backend(dir.path()).list().unwrap();
+    let size = |id: &str| {
+        fs::metadata(
+            StoreLayout::new(dir.path(), Compression::None)
+                .session_file(Some(if id == "a" { "/w/one" } else { "/w/two" }), id)
+                .unwrap(),
+        )
+        .unwrap()
+        .len()
+    };
+    assert_eq!(
+        listed,
+        vec![
+            SessionSummary {
+                id: "a".into(),
+                cwd: Some("/w/one".into()),
+                title: Some("task a 1".into()),
+                created_at: 7,
+                updated_at: 1005,
+                turns: 2,
+                events: 6,
+                size: size("a"),
+                last_outcome: Some("completed".into()),
+                problem: None,
+            },
+            SessionSummary {
+                id: "b".into(),
+                cwd: Some("/w/two".into()),
+                title: Some("task b 1".into()),
+                created_at: 7,
+                updated_at: 1002,
+                turns: 1,
+                events: 3,
+                size: size("b"),
+                last_outcome: Some("completed".into()),
+                problem: None,
+            },
+        ]
+    );
+    assert!(dir.path().join(INDEX_FILE).exists());
+}
+
+#[test]
+fn fresh_entries_are_trusted_and_stale_ones_refreshed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_session(dir.path(), "a", "/w", 1);
+    let first = backend(dir.path()).list().unwrap();
+    garble_keeping_stamp(&path);
+    // a new process (empty memory) trusts the index file without opening the log
+    assert_eq!(backend(dir.path()).list().unwrap(), first);
+    // a log that changed since its entry is read again
+    fs::write(&path, b"garbage of another size\n").unwrap();
+    let listed = backend(dir.path()).list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0]
+        .problem
+        .as_deref()
+        .unwrap()
+        .starts_with("SESSION_PERSISTENCE_CORRUPTION"));
+    // a deleted log leaves the listing
+    fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    assert_eq!(backend(dir.path()).list().unwrap(), vec![]);
+}
+
+#[test]
+fn appends_keep_the_index_fresh_without_rereading() {
+    use dsh_session::{AppendOptions, EventData, Session, SessionHeader, TurnStart};
+    let dir = tempfile::tempdir().unwrap();
+    let store = backend(dir.path());
+    let mut header = SessionHeader::new("live".into(), 3);
+    header.cwd = Some("/w".into());
+    store.create(&header).unwrap();
+    let session = Session::new(header).unwrap();
+    for turn in 1..=3 {
+        let event = session
+            .append(
+                EventData::TurnStart(TurnStart { turn }),
+                AppendOptions::log_only(),
+            )
+            .unwrap();
+        store.append(session.id(), &[event]).unwrap();
+    }
+    let path = store.locate(session.id()).unwrap();
+    // make sure the mtime moves past the coarse timestamp of the last append
+    std::thread::sleep(Duration::from_millis(5));
+    garble_keeping_stamp(&path);
+    let listed = backend(dir.path()).list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].turns, listed[0].events, listed[0].problem.clone()),
+        (3, 3, None)
+    );
+}
+
+#[test]
+fn listing_many_sessions_reads_only_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    // written directly: a thousand fsyncing writers would dominate the suite's time
+    let layout = StoreLayout::new(dir.path(), Compression::None);
+    for i in 0..1000 {
+        let id = format!("s{i:04}");
+        let cwd = format!("/w/{}", i % 10);
+        let path = layout.session_file(Some(&cwd), &id).unwrap();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut header = LogHeader::new(id.as_str(), 7);
+        header.cwd = Some(cwd);
+        let mut text = format!("{}\n", header.to_value());
+        for event in [
+            turn_start(0, 1),
+            prompt(1, &format!("task {i}")),
+            turn_end(2, 1),
+        ] {
+            text += &format!("{event}\n");
+        }
+        fs::write(&path, text).unwrap();
+        paths.push(path);
+    }
+    let first = backend(dir.path()).list().unwrap();
+    assert_eq!(first.len(), 1000);
+    for path in &paths {
+        garble_keeping_stamp(path);
+    }
+    let second = backend(dir.path()).list().unwrap();
+    assert_eq!(second, first);
+}
