@@ -369,3 +369,34 @@ fn the_plugin_provides_the_store() {
     fiber.dispose();
     assert!(root.get::<SessionStore>().is_none());
 }
+
+#[test]
+fn concurrent_appends_are_published_in_seq_order() {
+    let root = Context::root();
+    let store = SessionStore::new(&root);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    root.on::<SessionEventPublished>(move |p| {
+        s.lock().unwrap().push(p.event.seq);
+        Ok(())
+    })
+    .unwrap()
+    .forget();
+    let session = store.create(&root, Some("s".into()), fixed()).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    session
+                        .append(turn_start(t * 1000 + i), log_only())
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), (0..400).collect::<Vec<u64>>());
+}
