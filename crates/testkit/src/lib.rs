@@ -3,6 +3,8 @@
 //! - [`mock_llm`]: a fault-injecting OpenAI-compatible HTTP server (also the `dsh-mock-llm`
 //!   binary) for testing the real model adapter, retry and recovery end to end.
 //! - [`scripted`]: an in-process scripted model adapter and reply builders for loop tests.
+//! - [`checks`]: session-log invariant checkers (seqs, enclosure, tool pairing, anchors).
 
+pub mod checks;
 pub mod mock_llm;
 pub mod scripted;

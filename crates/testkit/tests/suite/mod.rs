@@ -1,3 +1,6 @@
+mod checks;
+mod checks_fixtures;
+mod log_builder;
 mod mock_binary;
 mod mock_client;
 mod mock_errors;
