@@ -4,7 +4,9 @@
 //!   binary) for testing the real model adapter, retry and recovery end to end.
 //! - [`scripted`]: an in-process scripted model adapter and reply builders for loop tests.
 //! - [`checks`]: session-log invariant checkers (seqs, enclosure, tool pairing, anchors).
+//! - [`normalize`]: a log as stable JSON (no times, numbered ids) for whole-value asserts.
 
 pub mod checks;
 pub mod mock_llm;
+pub mod normalize;
 pub mod scripted;

@@ -8,4 +8,5 @@ mod mock_faults;
 mod mock_fixtures;
 mod mock_routes;
 mod mock_stream;
+mod normalize;
 mod scripted;
