@@ -96,14 +96,6 @@ pub(crate) fn resolve_for_write(env: &ToolEnv, raw: &str) -> Result<PathBuf, Too
     Ok(resolved)
 }
 
-/// `path` relative to `base` when it lies inside it, else unchanged (for compact listings).
-pub(crate) fn display_relative(base: &Path, path: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
