@@ -1,7 +1,7 @@
 //! Throughput figures (ignored by default; run with
 //! `cargo test -p dsh-llm-openai --release --test all bench -- --ignored --nocapture`).
 
-use super::server::{sse_reply, Server};
+use super::server::{http_chunk, last_chunk, sse_head, Reply, Server};
 use dsh_llm::{LlmAdapter, LlmRequest};
 use dsh_llm_openai::translate::StreamDecoder;
 use dsh_llm_openai::{OpenAiAdapter, RouteConfig};
@@ -62,7 +62,14 @@ fn decoder_throughput() {
 #[ignore = "prints throughput figures; run explicitly in release mode"]
 async fn adapter_http_throughput() {
     let body = body();
-    let replies = (0..5).map(|_| sse_reply(&body, 16 * 1024)).collect();
+    let replies = (0..5)
+        .map(|_| {
+            let mut pieces = vec![sse_head()];
+            pieces.extend(body.chunks(16 * 1024).map(http_chunk));
+            pieces.push(last_chunk());
+            Reply::Burst(pieces)
+        })
+        .collect();
     let server = Server::start(replies).await;
     let env: HashMap<String, String> = HashMap::from([
         ("DEEPSEEK_API_KEY".into(), "k".into()),
