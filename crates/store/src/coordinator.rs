@@ -15,15 +15,15 @@
 //! runs at a time, in seq order.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use dsh_protocol::SessionId;
-use dsh_session::Session;
+use dsh_session::{interrupted_turn_closers, EventData, SeedSource, Session, SessionError};
 use tokio::runtime::Handle;
 
 use crate::error::StoreError;
-use crate::persistence::SessionPersistence;
+use crate::persistence::{SessionPersistence, SessionPreparation};
 
 /// Batching settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,8 @@ struct Queue {
 struct Inner {
     persistence: Arc<dyn SessionPersistence>,
     config: WriteBehindConfig,
-    runtime: Option<Handle>,
+    /// Where batching windows run; taken from the first caller inside a runtime.
+    runtime: OnceLock<Handle>,
     queues: Mutex<HashMap<SessionId, Arc<Queue>>>,
 }
 
@@ -87,17 +88,33 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl WriteCoordinator {
-    /// A coordinator whose batching windows run on the current tokio runtime. Outside a
-    /// runtime no window is armed and events wait for an explicit flush.
+    /// A coordinator whose batching windows run on the tokio runtime it is created or first
+    /// notified on. Until it has seen a runtime, events wait for an explicit flush.
     pub fn new(persistence: Arc<dyn SessionPersistence>, config: WriteBehindConfig) -> Self {
+        let runtime = OnceLock::new();
+        if let Ok(handle) = Handle::try_current() {
+            let _ = runtime.set(handle);
+        }
         WriteCoordinator {
             inner: Arc::new(Inner {
                 persistence,
                 config,
-                runtime: Handle::try_current().ok(),
+                runtime,
                 queues: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    fn runtime(&self) -> Option<Handle> {
+        if let Some(handle) = self.inner.runtime.get() {
+            return Some(handle.clone());
+        }
+        let handle = Handle::try_current().ok()?;
+        Some(self.inner.runtime.get_or_init(|| handle).clone())
+    }
+
+    fn queue(&self, id: &SessionId) -> Option<Arc<Queue>> {
+        lock(&self.inner.queues).get(id).cloned()
     }
 
     pub fn persistence(&self) -> &Arc<dyn SessionPersistence> {
@@ -114,13 +131,13 @@ impl WriteCoordinator {
         if lock(&self.inner.queues).contains_key(id) {
             return Ok(());
         }
-        let stored_next = match self.inner.persistence.next_seq(id) {
-            Ok(next) => next,
-            Err(StoreError::NotFound { .. }) => {
-                self.inner.persistence.create(session.header())?;
-                0
-            }
-            Err(err) => return Err(err),
+        // Only a session loaded from the store continues a stored log; any other session
+        // is new, and a stored log with its id makes `create` fail rather than be joined.
+        let stored_next = if session.seed_source() == Some(SeedSource::Persistence) {
+            self.inner.persistence.next_seq(id)?
+        } else {
+            self.inner.persistence.create(session.header())?;
+            0
         };
         let queue = Arc::new(Queue {
             session: session.clone(),
@@ -150,7 +167,7 @@ impl WriteCoordinator {
     }
 
     fn arm(&self, queue: &Arc<Queue>) {
-        let Some(runtime) = &self.inner.runtime else {
+        let Some(runtime) = self.runtime() else {
             return;
         };
         let generation = {
@@ -217,12 +234,86 @@ impl WriteCoordinator {
     /// session stays registered so that a later flush can still save it.
     pub async fn release(&self, id: &SessionId) -> Result<(), StoreError> {
         self.flush(id).await?;
+        let persistence = Arc::clone(&self.inner.persistence);
+        let released = id.clone();
+        // Releasing drops a file handle; cheap, but keep blocking calls off the reactor.
+        let _ = tokio::task::spawn_blocking(move || persistence.release(&released)).await;
         lock(&self.inner.queues).remove(id);
+        Ok(())
+    }
+
+    /// Releases a session from synchronous code (a `session/disposed` listener): on a
+    /// runtime the final flush runs as a task; without one it runs here, blocking.
+    pub fn release_detached(&self, id: &SessionId) {
+        match self.runtime() {
+            Some(runtime) => {
+                let this = self.clone();
+                let id = id.clone();
+                runtime.spawn(async move {
+                    if let Err(err) = this.release(&id).await {
+                        tracing::warn!(session = %id, code = err.code(), %err,
+                            "final flush of a disposed session failed; it stays queued");
+                    }
+                });
+            }
+            None => {
+                if let Some(queue) = self.queue(id) {
+                    match drain_blocking(&self.inner, &queue) {
+                        Ok(()) => {
+                            self.inner.persistence.release(id);
+                            lock(&self.inner.queues).remove(id);
+                        }
+                        Err(err) => tracing::warn!(session = %id, code = err.code(), %err,
+                            "final flush of a disposed session failed; it stays queued"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes everything pending, blocking the calling thread (for teardown paths that
+    /// cannot await). Sessions whose write is in progress are left to that write.
+    pub fn flush_all_blocking(&self) -> Result<(), StoreError> {
+        let queues: Vec<Arc<Queue>> = lock(&self.inner.queues).values().cloned().collect();
+        let mut first_error = None;
+        for queue in queues {
+            if let Err(err) = drain_blocking(&self.inner, &queue) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Loads a session for resuming through the store. A session this coordinator is
+    /// persisting is flushed first and refused while a turn is open: repair closes turns a
+    /// crash left open, never a turn that is still running.
+    pub async fn prepare(&self, id: &SessionId) -> Result<SessionPreparation, StoreError> {
+        if let Some(queue) = self.queue(id) {
+            drain(&self.inner, &queue).await?;
+            let events = queue.session.events();
+            if !interrupted_turn_closers(&events).is_empty() {
+                let turn = events
+                    .iter()
+                    .rev()
+                    .find_map(|e| match &e.data {
+                        EventData::TurnStart(t) => Some(t.turn),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                return Err(StoreError::InvalidSession {
+                    source: SessionError::OpenTurn {
+                        id: id.clone(),
+                        boundary: queue.session.len().saturating_sub(1),
+                        turn,
+                    },
+                });
+            }
+        }
         let persistence = Arc::clone(&self.inner.persistence);
         let id = id.clone();
-        // Releasing drops a file handle; cheap, but keep blocking calls off the reactor.
-        let _ = tokio::task::spawn_blocking(move || persistence.release(&id)).await;
-        Ok(())
+        tokio::task::spawn_blocking(move || persistence.prepare(&id))
+            .await
+            .map_err(join_error)?
     }
 
     /// The next seq the store holds for a registered session.
@@ -253,30 +344,55 @@ async fn drain(inner: &Arc<Inner>, queue: &Arc<Queue>) -> Result<(), StoreError>
     }
 }
 
-/// Writes the events after the cursor as one append. Caller holds `queue.writing`.
+/// Writes the events after the cursor as one append, on a blocking thread. Caller holds
+/// `queue.writing`.
 async fn write_batch(inner: &Arc<Inner>, queue: &Arc<Queue>) -> Result<(), StoreError> {
+    let inner = Arc::clone(inner);
+    let queue_for_write = Arc::clone(queue);
+    tokio::task::spawn_blocking(move || write_batch_now(&inner, &queue_for_write))
+        .await
+        .map_err(join_error)?
+}
+
+/// Writes the events after the cursor as one append on this thread.
+fn write_batch_now(inner: &Inner, queue: &Queue) -> Result<(), StoreError> {
     let stored_next = lock(&queue.state).stored_next;
     let batch = queue.session.events_from(stored_next);
     let Some(last) = batch.last().map(|e| e.seq) else {
         return Ok(());
     };
-    let persistence = Arc::clone(&inner.persistence);
-    let id = queue.session.id().clone();
-    let result = tokio::task::spawn_blocking(move || persistence.append(&id, &batch)).await;
-    match result {
-        Ok(Ok(())) => {
-            let mut state = lock(&queue.state);
-            state.stored_next = last + 1;
-            state.failure_logged = false;
-            Ok(())
-        }
-        Ok(Err(err)) => Err(err),
-        Err(join) => Err(StoreError::io(
-            "append (writer task failed)",
-            std::path::PathBuf::new(),
-            std::io::Error::other(join.to_string()),
-        )),
+    inner.persistence.append(queue.session.id(), &batch)?;
+    let mut state = lock(&queue.state);
+    state.stored_next = last + 1;
+    state.failure_logged = false;
+    Ok(())
+}
+
+/// [`drain`] for callers that cannot await.
+fn drain_blocking(inner: &Inner, queue: &Queue) -> Result<(), StoreError> {
+    {
+        let mut state = lock(&queue.state);
+        state.timer_armed = false;
+        state.timer_generation += 1;
     }
+    let Ok(_writing) = queue.writing.try_lock() else {
+        return Ok(());
+    };
+    while queue.session.len() > lock(&queue.state).stored_next {
+        if let Err(err) = write_batch_now(inner, queue) {
+            lock(&queue.state).paused = true;
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+fn join_error(err: tokio::task::JoinError) -> StoreError {
+    StoreError::io(
+        "run the session writer task",
+        std::path::PathBuf::new(),
+        std::io::Error::other(err.to_string()),
+    )
 }
 
 #[cfg(test)]

@@ -21,7 +21,9 @@
 //!   prepare-for-resume with crash repair, load, inspect, read-from, list);
 //! - [`JsonlBackend`]: its implementation over this format;
 //! - [`SessionIndex`]: the listing index that keeps `list` from opening logs;
-//! - [`WriteCoordinator`]: write-behind batching with flush barriers.
+//! - [`WriteCoordinator`]: write-behind batching with flush barriers;
+//! - [`JsonlPersistencePlugin`]: all of it mounted on a kernel context, following the
+//!   session store's `session/created|event|flush|disposed` events.
 
 mod backend;
 pub mod chunk_rows;
@@ -33,6 +35,7 @@ mod header;
 mod index;
 pub mod paths;
 mod persistence;
+mod plugin;
 mod reader;
 
 pub use backend::{JsonlBackend, JsonlConfig};
@@ -43,4 +46,5 @@ pub use header::{LogHeader, SESSION_FORMAT_VERSION};
 pub use index::{SessionIndex, SessionSummary, INDEX_FILE};
 pub use paths::{Compression, StoreLayout};
 pub use persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
+pub use plugin::{JsonlPersistenceConfig, JsonlPersistencePlugin};
 pub use reader::{parse_log, read_header, read_log, StoredLog, TornReason, TornTail};

@@ -15,7 +15,12 @@ pub const NO_CWD_DIR: &str = "_no-cwd";
 const PROJECT_KEY_MAX: usize = 251;
 
 /// How the log file is encoded. A root uses one encoding only.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// Configured as `"zstd"` or `"none"`, as in the original's `compression` setting.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// Concatenated zstd frames (`session.jsonl.zstd`), the original's default.
     #[default]
