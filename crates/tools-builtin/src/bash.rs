@@ -95,7 +95,13 @@ impl BuiltinTool for Bash {
         }
         let timeout = effective_timeout(env, args.timeout_ms)?;
         let cwd = resolve_workdir(env, args.workdir.as_deref())?;
-        let probe = SandboxProbe::current();
+        // The first call probes the kernel by running a short-lived child; keep it off the
+        // async worker.
+        let probe = tokio::task::spawn_blocking(SandboxProbe::current)
+            .await
+            .map_err(|e| ToolError::SandboxFailed {
+                reason: format!("probing the kernel: {e}"),
+            })?;
         let confinement = sandbox::prepare(env.sandbox(), probe, &cwd)?;
         let sandbox_label = confinement.label();
         let enforcement = confinement.enforcement;

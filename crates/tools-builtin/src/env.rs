@@ -108,7 +108,10 @@ pub struct WebFetchConfig {
 }
 
 /// The per-session environment of the built-in tools. Cheap to clone.
-#[derive(Clone, Debug)]
+///
+/// `Debug` shows variable *names* of the base environment only, never values, so logging an
+/// environment cannot leak a credential.
+#[derive(Clone)]
 pub struct ToolEnv {
     workspace: PathBuf,
     temp_dir: PathBuf,
@@ -122,6 +125,24 @@ pub struct ToolEnv {
     model_accepts_images: bool,
     web_fetch: WebFetchConfig,
     notice_shown: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for ToolEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.base_env.iter().map(|(name, _)| name).collect();
+        f.debug_struct("ToolEnv")
+            .field("workspace", &self.workspace)
+            .field("temp_dir", &self.temp_dir)
+            .field("spill_dir", &self.spill_dir)
+            .field("sandbox", &self.sandbox)
+            .field("scrubber", &self.scrubber)
+            .field("limits", &self.limits)
+            .field("base_env_names", &names)
+            .field("facts", &self.facts)
+            .field("model_accepts_images", &self.model_accepts_images)
+            .field("web_fetch", &self.web_fetch)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolEnv {
@@ -201,8 +222,7 @@ impl ToolEnv {
     }
 }
 
-/// Builds a [`ToolEnv`]; see the setters for defaults.
-#[derive(Debug)]
+/// Builds a [`ToolEnv`]; see the setters for defaults. (No `Debug`: it holds secrets.)
 pub struct ToolEnvBuilder {
     workspace: PathBuf,
     temp_dir: Option<PathBuf>,
@@ -398,6 +418,24 @@ mod tests {
             env.sandbox().writable_roots(),
             &[canonical_root.join("ws"), canonical_root.join("tmp/s1")]
         );
+    }
+
+    #[test]
+    fn debug_output_never_shows_secret_values() {
+        let root = tempfile::tempdir().unwrap();
+        let env = ToolEnv::builder(root.path())
+            .temp_dir(root.path().join("t"))
+            .base_env(vec![crate::scrub::env_pair(
+                "FOO_API_KEY",
+                "sk-very-secret-value",
+            )])
+            .secret("configured-secret-value")
+            .build()
+            .unwrap();
+        let shown = format!("{env:?}");
+        assert!(shown.contains("FOO_API_KEY"));
+        assert!(!shown.contains("sk-very-secret-value"));
+        assert!(!shown.contains("configured-secret-value"));
     }
 
     #[test]

@@ -90,11 +90,19 @@ pub fn scrub_child_env(base: &[(OsString, OsString)]) -> Vec<(OsString, OsString
         .collect()
 }
 
-/// Replaces known secret values in text.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Replaces known secret values in text. Its `Debug` shows how many values it holds, not them.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct SecretScrubber {
     /// Longest first, so a secret that contains another is replaced whole.
     values: Vec<String>,
+}
+
+impl std::fmt::Debug for SecretScrubber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretScrubber")
+            .field("values", &self.values.len())
+            .finish()
+    }
 }
 
 impl SecretScrubber {

@@ -234,3 +234,25 @@ async fn empty_command_is_invalid() {
     let err = Bash.parse_args(json!({"description": "x"})).unwrap_err();
     assert_eq!(err.code(), "INVALID_TOOL_ARGUMENTS");
 }
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_tree() {
+    let fx = Fixture::new();
+    let command = tree_command(&fx);
+    let call = Bash.run(args(&command), &fx.env, CancellationToken::new());
+    // the caller gives up (its own timeout) and drops the future mid-run
+    let pid_path = fx.ws().join("grandchild.pid");
+    let result = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::select! {
+            _ = call => {}
+            _ = async { while !pid_path.exists() { tokio::time::sleep(Duration::from_millis(20)).await } } => {}
+        }
+    })
+    .await;
+    assert!(result.is_ok());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let child = read_pid(&fx, "child.pid").unwrap();
+    let grandchild = read_pid(&fx, "grandchild.pid").unwrap();
+    assert!(eventually(|| process_gone(child)).await);
+    assert!(eventually(|| process_gone(grandchild)).await);
+}

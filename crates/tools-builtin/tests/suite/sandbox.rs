@@ -135,3 +135,25 @@ async fn danger_full_access_is_unconfined() {
     assert_eq!(out.metadata["sandbox"], "none");
     assert!(outside.exists());
 }
+
+#[tokio::test]
+async fn symlinks_cannot_smuggle_writes_out_of_the_workspace() {
+    if !supported(SandboxMode::WorkspaceWrite) {
+        return;
+    }
+    let fx = Fixture::new();
+    std::os::unix::fs::symlink(fx.outside(), fx.ws().join("escape")).unwrap();
+    let out = sh(&fx, "echo x > escape/smuggled.txt").await;
+    assert!(!fx.outside().join("smuggled.txt").exists());
+    assert_eq!(out.metadata["sandboxDenied"], true, "{}", out.content);
+}
+
+#[tokio::test]
+async fn the_probe_is_a_typed_value() {
+    let probe = SandboxProbe::current();
+    let value = serde_json::to_value(probe).unwrap();
+    assert!(value["landlock"]["status"].is_string(), "{value}");
+    assert!(value["namespaces"]["status"].is_string(), "{value}");
+    // probing again gives the same answer
+    assert_eq!(&SandboxProbe::detect(), probe);
+}
