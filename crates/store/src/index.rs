@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::UNIX_EPOCH;
 
@@ -146,13 +147,19 @@ pub struct SessionIndex {
     layout: StoreLayout,
     /// Loaded on first use; keyed by relative log path.
     entries: Mutex<Option<HashMap<String, IndexEntry>>>,
+    /// Entry lines appended since the file was last written whole.
+    appended_lines: AtomicUsize,
 }
+
+/// The file is rewritten once superseded lines could outnumber live ones several times.
+const COMPACT_AFTER_LINES: usize = 1000;
 
 impl SessionIndex {
     pub fn new(layout: StoreLayout) -> Self {
         SessionIndex {
             layout,
             entries: Mutex::new(None),
+            appended_lines: AtomicUsize::new(0),
         }
     }
 
@@ -210,8 +217,16 @@ impl SessionIndex {
             mtime_ns: stamp.mtime_ns,
             summary,
         };
-        self.append_line(&entry);
-        entries.insert(rel, entry);
+        entries.insert(rel.clone(), entry);
+        let appended = self.appended_lines.fetch_add(1, Ordering::Relaxed) + 1;
+        if appended > COMPACT_AFTER_LINES.max(4 * entries.len()) {
+            self.appended_lines.store(0, Ordering::Relaxed);
+            if let Err(err) = write_compact(&self.file(), entries) {
+                tracing::debug!(%err, "session index not rewritten");
+            }
+        } else if let Some(entry) = entries.get(&rel) {
+            self.append_line(entry);
+        }
     }
 
     /// Forgets what the index knows about a log (it was rewritten or repaired).
@@ -286,6 +301,7 @@ impl SessionIndex {
         entries.retain(|rel, _| seen.contains_key(rel));
         changed |= entries.len() != before;
         if changed {
+            self.appended_lines.store(0, Ordering::Relaxed);
             if let Err(err) = write_compact(&self.file(), entries) {
                 tracing::debug!(%err, "session index not rewritten");
             }
@@ -439,6 +455,31 @@ mod tests {
                 ..SessionSummary::default()
             }
         );
+    }
+
+    #[test]
+    fn the_index_file_is_compacted_as_it_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = StoreLayout::new(dir.path(), Compression::None);
+        let index = SessionIndex::new(layout);
+        let log = dir.path().join("--w--/s/session.jsonl");
+        let header = LogHeader::new("s", 1);
+        let event = json!({"type": "turn/start", "seq": 0, "time": 2, "data": {"turn": 1}});
+        let mut size = None;
+        for n in 1..=(COMPACT_AFTER_LINES as u64 + 10) {
+            let stamp = LogStamp {
+                size: n * 10,
+                mtime_ns: n,
+            };
+            index.record_append(&log, &header, size, std::slice::from_ref(&event), stamp);
+            size = Some(n * 10);
+        }
+        let text = fs::read_to_string(dir.path().join(INDEX_FILE)).unwrap();
+        assert!(text.lines().count() < 20, "{} lines", text.lines().count());
+        let entries = load_entries(&dir.path().join(INDEX_FILE));
+        let entry = &entries["--w--/s/session.jsonl"];
+        assert_eq!(entry.summary.size, (COMPACT_AFTER_LINES as u64 + 10) * 10);
+        assert_eq!(entry.summary.turns, COMPACT_AFTER_LINES as u64 + 10);
     }
 
     #[test]
