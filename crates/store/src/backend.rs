@@ -174,9 +174,29 @@ impl JsonlBackend {
         })
     }
 
+    /// Reads a log, checking both identities: the header names this session, and the
+    /// header's workspace leads to the directory the log was found in.
     fn read(&self, id: &SessionId) -> Result<StoredLog, StoreError> {
         let path = self.locate(id)?;
-        read_log(&path, self.layout.compression(), Some(id.as_str()))
+        let log = read_log(&path, self.layout.compression(), Some(id.as_str()))?;
+        let expected = self
+            .layout
+            .session_file(log.header.cwd.as_deref(), id.as_str())?;
+        if expected != path {
+            return Err(StoreError::Corruption {
+                path,
+                at: crate::error::RecordLocation {
+                    line: 1,
+                    frame: None,
+                },
+                reason: format!(
+                    "the header's workspace {:?} belongs under {}",
+                    log.header.cwd,
+                    expected.display()
+                ),
+            });
+        }
+        Ok(log)
     }
 
     /// Opens the stored log for appending (cutting a torn tail) if the slot has no writer.

@@ -295,3 +295,14 @@ async fn the_coordinator_persists_live_and_resumed_sessions() {
     assert_eq!(listed[0].events, typed.len() as u64 + 1);
     assert_eq!(listed[0].last_outcome.as_deref(), Some("completed"));
 }
+
+#[test]
+fn a_log_moved_to_another_workspace_is_refused() {
+    let (dir, backend, id, log) = fixture_backend("text", Compression::None);
+    let moved = dir.path().join("--elsewhere--");
+    fs::create_dir_all(&moved).unwrap();
+    fs::rename(log.parent().unwrap(), moved.join(id.as_str())).unwrap();
+    let err = backend.prepare(&id).unwrap_err();
+    assert_eq!(err.code(), "SESSION_PERSISTENCE_CORRUPTION");
+    assert!(err.to_string().contains("--home-user-project--"), "{err}");
+}
