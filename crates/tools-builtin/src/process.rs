@@ -1,6 +1,7 @@
 //! Running one command to completion, with a deadline, cancellation and a clean kill.
 //!
-//! The command leads its own process group, so everything it starts can be signalled at once:
+//! The command leads its own session and process group, so everything it starts can be
+//! signalled at once:
 //! on timeout or cancel the group gets SIGTERM, then SIGKILL after a grace period. stdout and
 //! stderr share one pipe so the output interleaves exactly as the command wrote it. Nothing
 //! outlives the call: when the command is done, whatever is left in its group is killed, and a
@@ -109,8 +110,18 @@ pub(crate) async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_out))
         .stderr(Stdio::from(write_err))
-        .process_group(0)
         .kill_on_drop(true);
+    // SAFETY: setsid is async-signal-safe. A new session (not just a process group) also
+    // detaches the command from any controlling terminal, so an editor or password prompt
+    // fails fast instead of stopping on SIGTTIN or drawing over the user's terminal UI.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     if let Some(mut setup) = spec.setup {
         // SAFETY: `apply` makes only async-signal-safe system calls on memory prepared
         // before the fork.

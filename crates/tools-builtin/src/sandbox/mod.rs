@@ -129,3 +129,92 @@ pub(crate) fn prepare(
         }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::path::PathBuf;
+
+    fn policy(mode: SandboxMode, fallback: UnconfinedFallback, ws: &Path) -> SandboxPolicy {
+        SandboxPolicy::new(mode, ws, &ws.join("tmp"), &[], fallback)
+    }
+
+    fn probe(landlock: bool, namespaces: bool) -> SandboxProbe {
+        SandboxProbe {
+            landlock: if landlock {
+                LandlockSupport::Available { abi: 3 }
+            } else {
+                LandlockSupport::NotImplemented
+            },
+            namespaces: if namespaces {
+                NamespaceSupport::Available
+            } else {
+                NamespaceSupport::Unavailable {
+                    reason: "EPERM".into(),
+                }
+            },
+        }
+    }
+
+    #[test]
+    fn no_landlock_refuses_by_default_with_the_notice() {
+        let ws = PathBuf::from("/w");
+        let p = policy(SandboxMode::WorkspaceWrite, UnconfinedFallback::Refuse, &ws);
+        let err = prepare(&p, &probe(false, true), &ws).err().unwrap();
+        assert_eq!(err.code(), "SANDBOX_UNAVAILABLE");
+        assert!(err
+            .to_string()
+            .starts_with("Sandbox unavailable: this Linux kernel does not provide Landlock"));
+    }
+
+    #[test]
+    fn no_landlock_with_allowed_fallback_runs_unconfined_and_says_so() {
+        let ws = PathBuf::from("/w");
+        let p = policy(SandboxMode::WorkspaceWrite, UnconfinedFallback::Allow, &ws);
+        let c = prepare(&p, &probe(false, true), &ws).unwrap();
+        assert_eq!(
+            (c.enforcement, c.child.is_none(), c.label()),
+            (Enforcement::Unavailable, true, "none")
+        );
+        assert_eq!(
+            c.notice.map(|n| n.severity),
+            Some(NoticeSeverity::Unavailable)
+        );
+    }
+
+    #[test]
+    fn missing_namespaces_degrade_to_landlock_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(ws.join("tmp")).unwrap();
+        let p = policy(SandboxMode::WorkspaceWrite, UnconfinedFallback::Refuse, &ws);
+        let c = prepare(&p, &probe(true, false), &ws).unwrap();
+        assert_eq!(
+            (c.enforcement, c.label()),
+            (Enforcement::LandlockOnly, "landlock")
+        );
+        assert_eq!(c.notice.map(|n| n.severity), Some(NoticeSeverity::Degraded));
+        let full = prepare(&p, &probe(true, true), &ws).unwrap();
+        assert_eq!(
+            (full.enforcement, full.label(), full.notice),
+            (Enforcement::Full, "landlock+namespace", None)
+        );
+    }
+
+    #[test]
+    fn full_access_needs_nothing() {
+        let ws = PathBuf::from("/w");
+        let p = policy(
+            SandboxMode::DangerFullAccess,
+            UnconfinedFallback::Refuse,
+            &ws,
+        );
+        let c = prepare(&p, &probe(false, false), &ws).unwrap();
+        assert_eq!(
+            (c.enforcement, c.label(), c.notice),
+            (Enforcement::Unconfined, "none", None)
+        );
+    }
+}

@@ -256,3 +256,14 @@ async fn dropping_the_call_kills_the_tree() {
     assert!(eventually(|| process_gone(child)).await);
     assert!(eventually(|| process_gone(grandchild)).await);
 }
+
+#[tokio::test]
+async fn commands_lead_their_own_session_without_a_terminal() {
+    let fx = Fixture::new();
+    let out = run(
+        &fx,
+        "read -r pid comm state ppid pgrp sid rest < /proc/$$/stat; [ \"$pid\" = \"$sid\" ] && [ \"$pid\" = \"$pgrp\" ] && echo leader; (: < /dev/tty) 2>/dev/null || echo no-tty",
+    )
+    .await;
+    assert_eq!(out.content, "leader\nno-tty\n");
+}
