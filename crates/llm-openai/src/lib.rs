@@ -9,12 +9,14 @@
 //! (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`) and `openai-compatible` (`OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL`); environment lookups go through an injectable [`EnvLookup`].
 //!
-//! The retry plugin (an `agent/request-error` listener) belongs beside this adapter but needs
-//! the agent crate's events; the policy it applies is [`dsh_llm::ResolvedRetryPolicy`].
+//! [`RetryPlugin`] is the `agent/request-error` listener that retries retryable failures with
+//! the serving registration's [`dsh_llm::ResolvedRetryPolicy`], logging `llm/retry` and
+//! `llm/retry-started`.
 
 mod adapter;
 mod config;
 mod plugin;
+mod retry;
 pub mod sse;
 pub mod status;
 pub mod translate;
@@ -27,3 +29,4 @@ pub use config::{
     DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
 };
 pub use plugin::{EnvSource, OpenAiPlugin};
+pub use retry::{RetryPlugin, RetryPluginConfig};

@@ -1,3 +1,4 @@
 mod bench;
 mod http;
+mod retry;
 mod server;
