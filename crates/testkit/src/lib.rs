@@ -5,8 +5,10 @@
 //! - [`scripted`]: an in-process scripted model adapter and reply builders for loop tests.
 //! - [`checks`]: session-log invariant checkers (seqs, enclosure, tool pairing, anchors).
 //! - [`normalize`]: a log as stable JSON (no times, numbered ids) for whole-value asserts.
+//! - [`recon`]: checks every model request against its session log (model-visible ⇔ recorded).
 
 pub mod checks;
 pub mod mock_llm;
 pub mod normalize;
+pub mod recon;
 pub mod scripted;

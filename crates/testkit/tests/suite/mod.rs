@@ -9,4 +9,5 @@ mod mock_fixtures;
 mod mock_routes;
 mod mock_stream;
 mod normalize;
+mod recon;
 mod scripted;
