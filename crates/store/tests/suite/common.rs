@@ -14,8 +14,16 @@ pub const SCENARIOS: [&str; 6] = [
     "parallel-tools",
 ];
 
+/// The original's logs live in `shared/` beside the repository clone (as in CI); they are
+/// read-only, so tests copy a fixture into a temp dir before anything writes to it.
 pub fn fixture_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dsh-0.1.0")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/dsh-0.1.0");
+    assert!(
+        root.is_dir(),
+        "fixture directory {} is missing; these compatibility tests need shared/ beside the repository",
+        root.display()
+    );
+    root
 }
 
 /// The `sessions/` root of one fixture form and the single log file inside it.
