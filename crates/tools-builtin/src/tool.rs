@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use dsh_protocol::ToolSchema;
+use dsh_protocol::{ContentBlock, ToolSchema};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,6 +31,16 @@ impl ToolOutput {
     pub fn with_metadata(mut self, metadata: Value) -> Self {
         self.metadata = metadata;
         self
+    }
+
+    /// The content as the model sees it: one text block.
+    pub fn content_blocks(&self) -> Vec<ContentBlock> {
+        vec![ContentBlock::text(self.content.clone())]
+    }
+
+    /// The metadata as a tool result's `meta`, when there is any.
+    pub fn meta(&self) -> Option<Value> {
+        (!self.metadata.is_null()).then(|| self.metadata.clone())
     }
 }
 
@@ -125,6 +135,14 @@ mod tests {
         assert_eq!(a.n, None);
         assert!(serde_json::from_value::<Args>(serde_json::json!({"n": 1.5})).is_err());
         assert!(serde_json::from_value::<Args>(serde_json::json!({"n": -1})).is_err());
+    }
+
+    #[test]
+    fn output_renders_as_one_text_block() {
+        let out = ToolOutput::text("hi").with_metadata(serde_json::json!({"a": 1}));
+        assert_eq!(out.content_blocks(), vec![ContentBlock::text("hi")]);
+        assert_eq!(out.meta(), Some(serde_json::json!({"a": 1})));
+        assert_eq!(ToolOutput::text("x").meta(), None);
     }
 
     #[test]
