@@ -3,7 +3,8 @@
 //! Event times and random identifiers (message ids, retry ids, session ids: anything holding
 //! a UUID) differ on every run. [`log_json`] drops the envelope `time` and replaces each
 //! distinct UUID with `<id-N>`, numbered by first appearance, so a test can compare a whole
-//! log with one `assert_eq!` and still see that two events share an id.
+//! log with one `assert_eq!` and still see that two events share an id. [`request_json`] does
+//! the same for a model request (what the scripted adapter recorded).
 //!
 //! ```
 //! use dsh_testkit::normalize::normalize_json;
@@ -16,7 +17,9 @@
 //! );
 //! ```
 
+use dsh_llm::LlmRequest;
 use dsh_session::SessionEvent;
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -29,6 +32,12 @@ pub fn log_json<E: Borrow<SessionEvent>>(events: &[E]) -> Value {
 /// `value` with every UUID replaced by `<id-N>` (numbered by first appearance).
 pub fn normalize_json(value: Value) -> Value {
     Normalizer::new().value(value)
+}
+
+/// What a model request shows the model, as JSON (`config`, `messages`, `system`, `tools`,
+/// `sessionId`; absent fields omitted), with UUIDs replaced. The cancellation token is left out.
+pub fn request_json(request: &LlmRequest) -> Value {
+    Normalizer::new().request(request)
 }
 
 /// Keeps one UUID → placeholder mapping across several values, so a log and, say, the
@@ -57,6 +66,22 @@ impl Normalizer {
                 })
                 .collect(),
         )
+    }
+
+    /// One request as [`request_json`] renders it, sharing this normalizer's numbering.
+    pub fn request(&mut self, request: &LlmRequest) -> Value {
+        let mut out = Map::new();
+        let mut put = |key: &str, value: Value| {
+            if !value.is_null() {
+                out.insert(key.to_owned(), value);
+            }
+        };
+        put("config", to_json(&request.config));
+        put("messages", to_json(&request.messages));
+        put("system", to_json(&request.system));
+        put("tools", to_json(&request.tools));
+        put("sessionId", to_json(&request.session_id));
+        self.value(Value::Object(out))
     }
 
     /// `value` with UUIDs in string values replaced (object keys are left alone).
@@ -90,6 +115,11 @@ impl Normalizer {
     }
 }
 
+fn to_json<T: Serialize>(value: &T) -> Value {
+    // Message and config types serialize infallibly (string keys only).
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
 const UUID_LEN: usize = 36;
 
 /// Byte offset of the first UUID (8-4-4-4-12 hex digits) not glued to other hex digits.
@@ -116,6 +146,26 @@ fn find_uuid(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn requests_render_what_the_model_sees() {
+        use dsh_protocol::{LlmCallConfig, Message};
+        use std::sync::Arc;
+        let config = LlmCallConfig {
+            provider: "p".into(),
+            model: "m".into(),
+            ..Default::default()
+        };
+        let mut request = LlmRequest::new(config, vec![Arc::new(Message::user_text("hi"))]);
+        request.system = Some("sys".into());
+        assert_eq!(
+            request_json(&request),
+            json!({"config": {"provider": "p", "model": "m"},
+                "messages": [{"id": "<id-1>", "role": "user",
+                    "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}],
+                "system": "sys"})
+        );
+    }
 
     #[test]
     fn uuids_are_found_only_whole() {
