@@ -1,0 +1,127 @@
+//! The default plugin composition and the `[[plugins]]` patches over it.
+
+use super::error::{closest, ConfigError};
+use super::file::PluginPatch;
+use super::source::{Location, Source};
+use dsh_kernel::{Composition, PatchOp, Plugin, Row};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Row id of the session log service.
+pub const SESSIONS_ROW: &str = "sessions";
+/// Row id of the system prompt service.
+pub const SYSTEM_PROMPT_ROW: &str = "system-prompt";
+/// Row id of the tool registry.
+pub const TOOLS_ROW: &str = "tools";
+/// Plugin name of the tool registry (`dsh_tools::ToolsPlugin::NAME`; spelled out here so the
+/// configuration layer does not build the tools crate).
+const TOOLS_PLUGIN: &str = "tools";
+
+/// The rows dsh mounts when the settings file changes nothing.
+pub fn default_composition() -> Composition {
+    Composition {
+        rows: vec![
+            Row::new(SESSIONS_ROW, dsh_session::SessionsPlugin::NAME, Value::Null),
+            Row::new(
+                SYSTEM_PROMPT_ROW,
+                dsh_prompt::SystemPromptPlugin::NAME,
+                json!({ "persona": crate::persona::PERSONA_TEMPLATE }),
+            ),
+            Row::new(TOOLS_ROW, TOOLS_PLUGIN, Value::Null),
+        ],
+    }
+}
+
+/// Applies the file's rows in order: an existing id is patched (config replaced, disabled
+/// or enabled), a new id with a `plugin` is appended. All or nothing.
+pub(crate) fn patch_composition(
+    composition: &mut Composition,
+    row_sources: &mut BTreeMap<String, Source>,
+    patches: &[PluginPatch],
+    settings_path: &Path,
+) -> Result<(), ConfigError> {
+    let mut next = composition.clone();
+    let mut sources = row_sources.clone();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for patch in patches {
+        let key = |field: &str| format!("plugins[{}].{field}", patch.index);
+        let at = |line: u32| Location::File {
+            path: settings_path.to_path_buf(),
+            line,
+        };
+        let id = patch.id.value.as_str();
+        if let Some(first) = seen.insert(id, patch.index) {
+            return Err(ConfigError::Inconsistent {
+                at: at(patch.id.line),
+                key: key("id"),
+                message: format!(
+                    "row `{id}` is already patched by plugins[{first}]; merge the two entries"
+                ),
+            });
+        }
+        let mut ops = Vec::new();
+        match next.rows.iter().find(|r| r.id == id) {
+            Some(row) => {
+                if let Some(plugin) = &patch.plugin {
+                    if plugin.value != row.plugin {
+                        return Err(ConfigError::Inconsistent {
+                            at: at(plugin.line),
+                            key: key("plugin"),
+                            message: format!(
+                                "row `{id}` mounts plugin `{}`; use a new id to add another plugin",
+                                row.plugin
+                            ),
+                        });
+                    }
+                }
+                if let Some(config) = &patch.config {
+                    ops.push(PatchOp::Replace {
+                        id: id.to_owned(),
+                        config: config.value.clone(),
+                    });
+                }
+            }
+            None => {
+                let Some(plugin) = &patch.plugin else {
+                    let ids: Vec<&str> = next.rows.iter().map(|r| r.id.as_str()).collect();
+                    let hint = match closest(id, &ids) {
+                        Some(near) => format!("did you mean `{near}`? "),
+                        None => String::new(),
+                    };
+                    return Err(ConfigError::Inconsistent {
+                        at: at(patch.id.line),
+                        key: key("id"),
+                        message: format!(
+                            "no row is named `{id}`; {hint}to add a new row, also set `plugin`"
+                        ),
+                    });
+                };
+                let mut row = Row::new(id, plugin.value.clone(), Value::Null);
+                if let Some(config) = &patch.config {
+                    row.config = config.value.clone();
+                }
+                ops.push(PatchOp::Insert { row, after: None });
+            }
+        }
+        match patch.disabled.as_ref().map(|d| d.value) {
+            Some(true) => ops.push(PatchOp::Disable { id: id.to_owned() }),
+            Some(false) => ops.push(PatchOp::Enable { id: id.to_owned() }),
+            None => {}
+        }
+        next.patch(ops).map_err(|error| ConfigError::Inconsistent {
+            at: at(patch.id.line),
+            key: key("id"),
+            message: format!("cannot apply the row patch: {error} ({})", error.code()),
+        })?;
+        sources.insert(
+            id.to_owned(),
+            Source::File {
+                line: patch.id.line,
+            },
+        );
+    }
+    *composition = next;
+    *row_sources = sources;
+    Ok(())
+}

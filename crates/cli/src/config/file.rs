@@ -1,0 +1,510 @@
+//! The schema of `settings.toml`: reads the positioned tree into a [`FileLayer`], refusing
+//! unknown keys and wrong values with the line and full key of the problem.
+
+use super::error::ConfigError;
+use super::reader::{join, to_json, At, Doc, Entries};
+use super::tree::{self, Node};
+use super::types::{
+    ApprovalPolicy, ApprovalRule, MaxTokensField, Modality, ModelEntry, ReplayReasoning,
+    RuleAction, RuleMatcher, SandboxMode,
+};
+use std::path::Path;
+
+/// The tools `[tools.<name>]` may configure.
+pub const KNOWN_TOOLS: &[&str] = &[
+    "bash",
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "todo_write",
+    "web_fetch",
+    "web_search",
+    "subagent",
+];
+
+/// Everything the settings file said, with lines. Absent keys are `None`.
+#[derive(Debug, Default)]
+pub(crate) struct FileLayer {
+    pub provider: Option<At<String>>,
+    pub model: Option<At<String>>,
+    pub providers: Vec<ProviderLayer>,
+    pub approval_policy: Option<At<ApprovalPolicy>>,
+    pub approval_rules: Vec<At<ApprovalRule>>,
+    pub sandbox_mode: Option<At<SandboxMode>>,
+    pub tools: Vec<(String, At<bool>)>,
+    pub web_fetch_allow_private: Option<At<bool>>,
+    pub plugins: Vec<PluginPatch>,
+}
+
+/// One `[providers.<route>]` table.
+#[derive(Debug)]
+pub(crate) struct ProviderLayer {
+    pub route: String,
+    pub line: u32,
+    pub base_url: Option<At<String>>,
+    pub api_key_env: Option<At<String>>,
+    pub models: Option<At<Vec<At<ModelEntry>>>>,
+    pub headers: Vec<(String, At<String>)>,
+    pub max_tokens_field: Option<At<MaxTokensField>>,
+    pub send_thinking: Option<At<bool>>,
+    pub replay_reasoning: Option<At<ReplayReasoning>>,
+}
+
+/// One `[[plugins]]` entry: a patch of the composition row `id`.
+#[derive(Debug)]
+pub(crate) struct PluginPatch {
+    pub index: usize,
+    pub id: At<String>,
+    pub plugin: Option<At<String>>,
+    pub config: Option<At<serde_json::Value>>,
+    pub disabled: Option<At<bool>>,
+}
+
+const TOP: &[&str] = &[
+    "model",
+    "providers",
+    "approval",
+    "sandbox",
+    "tools",
+    "plugins",
+];
+const MODEL: &[&str] = &["provider", "model"];
+const PROVIDER: &[&str] = &["base_url", "api_key_env", "models", "headers", "compat"];
+const MODEL_ENTRY: &[&str] = &[
+    "id",
+    "context_window",
+    "max_output_tokens",
+    "reasoning_efforts",
+    "default_effort",
+    "input",
+];
+const COMPAT: &[&str] = &["max_tokens_field", "send_thinking", "replay_reasoning"];
+const APPROVAL: &[&str] = &["policy", "rules"];
+const RULE: &[&str] = &["action", "tool", "command_prefix", "path"];
+const SANDBOX: &[&str] = &["mode"];
+const TOOL: &[&str] = &["enabled"];
+const WEB_FETCH: &[&str] = &["enabled", "allow_private"];
+const PLUGIN: &[&str] = &["id", "plugin", "config", "disabled"];
+
+/// Parses and validates the settings file text.
+pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
+    let root = tree::parse(text).map_err(|error| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        line: error
+            .span()
+            .map_or(1, |span| tree::line_of(text, span.start)),
+        message: error.message().trim().replace('\n', "; "),
+    })?;
+    let doc = Doc { path, text };
+    let top = doc.table("", &root)?;
+    doc.check_keys("", top, TOP)?;
+    let mut layer = FileLayer::default();
+    for (key, node) in top {
+        match key.name.as_str() {
+            "model" => read_model(&doc, node, &mut layer)?,
+            "providers" => {
+                for (route, table) in doc.table("providers", node)? {
+                    layer.providers.push(read_provider(
+                        &doc,
+                        &route.name,
+                        route.span.start,
+                        table,
+                    )?);
+                }
+            }
+            "approval" => read_approval(&doc, node, &mut layer)?,
+            "sandbox" => {
+                let table = doc.table("sandbox", node)?;
+                doc.check_keys("sandbox", table, SANDBOX)?;
+                if let Some(node) = get(table, "mode") {
+                    layer.sandbox_mode = Some(doc.word(
+                        "sandbox.mode",
+                        node,
+                        SandboxMode::from_word,
+                        &SandboxMode::expected(),
+                    )?);
+                }
+            }
+            "tools" => read_tools(&doc, node, &mut layer)?,
+            "plugins" => {
+                let items = doc.array("plugins", node)?;
+                for (index, item) in items.iter().enumerate() {
+                    layer.plugins.push(read_plugin(&doc, index, item)?);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(layer)
+}
+
+fn get<'a>(entries: &'a Entries, name: &str) -> Option<&'a Node> {
+    entries.iter().find(|(k, _)| k.name == name).map(|(_, v)| v)
+}
+
+fn read_model(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<(), ConfigError> {
+    let table = doc.table("model", node)?;
+    doc.check_keys("model", table, MODEL)?;
+    if let Some(node) = get(table, "provider") {
+        layer.provider = Some(doc.text("model.provider", node)?);
+    }
+    if let Some(node) = get(table, "model") {
+        layer.model = Some(doc.text("model.model", node)?);
+    }
+    Ok(())
+}
+
+fn read_provider(
+    doc: &Doc<'_>,
+    route: &str,
+    offset: usize,
+    node: &Node,
+) -> Result<ProviderLayer, ConfigError> {
+    let prefix = format!("providers.{route}");
+    if !is_route_name(route) {
+        return Err(doc.invalid(
+            &(offset..offset),
+            &prefix,
+            "a route name of letters, digits, `.`, `_` and `-`",
+            format!("{route:?}"),
+        ));
+    }
+    let table = doc.table(&prefix, node)?;
+    doc.check_keys(&prefix, table, PROVIDER)?;
+    let mut provider = ProviderLayer {
+        route: route.to_owned(),
+        line: tree::line_of(doc.text, offset),
+        base_url: None,
+        api_key_env: None,
+        models: None,
+        headers: Vec::new(),
+        max_tokens_field: None,
+        send_thinking: None,
+        replay_reasoning: None,
+    };
+    if let Some(node) = get(table, "base_url") {
+        let key = join(&prefix, "base_url");
+        let url = doc.text(&key, node)?;
+        if !is_http_url(&url.value) {
+            return Err(doc.invalid(
+                &node.span,
+                &key,
+                "an http:// or https:// URL",
+                format!("{:?}", url.value),
+            ));
+        }
+        provider.base_url = Some(url);
+    }
+    if let Some(node) = get(table, "api_key_env") {
+        let key = join(&prefix, "api_key_env");
+        let name = doc.text(&key, node)?;
+        if !is_env_name(&name.value) {
+            // Never echo it: a value that is not a variable name may be the key itself.
+            return Err(doc.invalid(
+                &node.span,
+                &key,
+                "the name of an environment variable (letters, digits and `_`)",
+                "another string (not shown, in case it is a secret)".into(),
+            ));
+        }
+        provider.api_key_env = Some(name);
+    }
+    if let Some(node) = get(table, "models") {
+        let key = join(&prefix, "models");
+        let items = doc.array(&key, node)?;
+        let mut models: Vec<At<ModelEntry>> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let entry = read_model_entry(doc, &format!("{key}[{i}]"), item)?;
+            if models.iter().any(|m| m.value.id == entry.value.id) {
+                return Err(doc.inconsistent(
+                    &item.span,
+                    &format!("{key}[{i}].id"),
+                    format!("model `{}` is listed twice", entry.value.id),
+                ));
+            }
+            models.push(entry);
+        }
+        provider.models = Some(At {
+            value: models,
+            line: doc.line(&node.span),
+        });
+    }
+    if let Some(node) = get(table, "headers") {
+        let key = join(&prefix, "headers");
+        for (name, value) in doc.table(&key, node)? {
+            let header_key = join(&key, &name.name);
+            match &value.value {
+                tree::Value::String(_) => provider
+                    .headers
+                    .push((name.name.clone(), doc.string(&header_key, value)?)),
+                // The kind only: header values are often credentials.
+                other => {
+                    return Err(doc.invalid(
+                        &value.span,
+                        &header_key,
+                        "a string",
+                        other.kind().to_owned(),
+                    ))
+                }
+            }
+        }
+    }
+    if let Some(node) = get(table, "compat") {
+        let key = join(&prefix, "compat");
+        let compat = doc.table(&key, node)?;
+        doc.check_keys(&key, compat, COMPAT)?;
+        if let Some(node) = get(compat, "max_tokens_field") {
+            provider.max_tokens_field = Some(doc.word(
+                &join(&key, "max_tokens_field"),
+                node,
+                MaxTokensField::from_word,
+                &MaxTokensField::expected(),
+            )?);
+        }
+        if let Some(node) = get(compat, "send_thinking") {
+            provider.send_thinking = Some(doc.boolean(&join(&key, "send_thinking"), node)?);
+        }
+        if let Some(node) = get(compat, "replay_reasoning") {
+            provider.replay_reasoning = Some(doc.word(
+                &join(&key, "replay_reasoning"),
+                node,
+                ReplayReasoning::from_word,
+                &ReplayReasoning::expected(),
+            )?);
+        }
+    }
+    Ok(provider)
+}
+
+fn read_model_entry(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ModelEntry>, ConfigError> {
+    let table = doc.table(key, node)?;
+    doc.check_keys(key, table, MODEL_ENTRY)?;
+    let Some(id) = get(table, "id") else {
+        return Err(doc.inconsistent(
+            &node.span,
+            &join(key, "id"),
+            "every model entry needs an `id`".into(),
+        ));
+    };
+    let id = doc.text(&join(key, "id"), id)?;
+    let mut entry = ModelEntry::new(id.value);
+    if let Some(node) = get(table, "context_window") {
+        entry.context_window = Some(doc.positive(&join(key, "context_window"), node)?.value);
+    }
+    if let Some(node) = get(table, "max_output_tokens") {
+        entry.max_output_tokens = Some(doc.positive(&join(key, "max_output_tokens"), node)?.value);
+    }
+    if let Some(node) = get(table, "reasoning_efforts") {
+        entry.reasoning_efforts = Some(doc.strings(&join(key, "reasoning_efforts"), node)?);
+    }
+    if let Some(node) = get(table, "default_effort") {
+        let effort = doc.text(&join(key, "default_effort"), node)?.value;
+        if let Some(efforts) = &entry.reasoning_efforts {
+            if !efforts.contains(&effort) {
+                let listed: Vec<String> = efforts.iter().map(|e| format!("{e:?}")).collect();
+                return Err(doc.invalid(
+                    &node.span,
+                    &join(key, "default_effort"),
+                    &format!(
+                        "one of the listed reasoning_efforts ({})",
+                        listed.join(", ")
+                    ),
+                    format!("{effort:?}"),
+                ));
+            }
+        }
+        entry.default_effort = Some(effort);
+    }
+    if let Some(node) = get(table, "input") {
+        let input_key = join(key, "input");
+        let expected = format!("an array of {}", Modality::expected());
+        let items = doc.array(&input_key, node).map_err(|_| {
+            doc.invalid(
+                &node.span,
+                &input_key,
+                &expected,
+                super::reader::found(&node.value),
+            )
+        })?;
+        let mut input = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let modality = doc.word(
+                &format!("{input_key}[{i}]"),
+                item,
+                Modality::from_word,
+                &Modality::expected(),
+            )?;
+            input.push(modality.value);
+        }
+        if input.is_empty() {
+            return Err(doc.invalid(&node.span, &input_key, &expected, "an empty array".into()));
+        }
+        entry.input = Some(input);
+    }
+    Ok(At {
+        value: entry,
+        line: doc.line(&node.span),
+    })
+}
+
+fn read_approval(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<(), ConfigError> {
+    let table = doc.table("approval", node)?;
+    doc.check_keys("approval", table, APPROVAL)?;
+    if let Some(node) = get(table, "policy") {
+        layer.approval_policy = Some(doc.word(
+            "approval.policy",
+            node,
+            ApprovalPolicy::from_word,
+            &ApprovalPolicy::expected(),
+        )?);
+    }
+    if let Some(node) = get(table, "rules") {
+        for (i, item) in doc.array("approval.rules", node)?.iter().enumerate() {
+            layer
+                .approval_rules
+                .push(read_rule(doc, &format!("approval.rules[{i}]"), item)?);
+        }
+    }
+    Ok(())
+}
+
+fn read_rule(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ApprovalRule>, ConfigError> {
+    let table = doc.table(key, node)?;
+    doc.check_keys(key, table, RULE)?;
+    let required = |name: &str| {
+        get(table, name).ok_or_else(|| {
+            doc.inconsistent(
+                &node.span,
+                &join(key, name),
+                format!("every approval rule needs `{name}`"),
+            )
+        })
+    };
+    let action = doc.word(
+        &join(key, "action"),
+        required("action")?,
+        RuleAction::from_word,
+        &RuleAction::expected(),
+    )?;
+    let tool = doc.text(&join(key, "tool"), required("tool")?)?;
+    let matcher = match (get(table, "command_prefix"), get(table, "path")) {
+        (Some(_), Some(path)) => {
+            return Err(doc.inconsistent(
+                &path.span,
+                &join(key, "path"),
+                "a rule matches either `command_prefix` or `path`, not both".into(),
+            ))
+        }
+        (Some(prefix), None) => {
+            RuleMatcher::CommandPrefix(doc.text(&join(key, "command_prefix"), prefix)?.value)
+        }
+        (None, Some(path)) => {
+            let path_key = join(key, "path");
+            let pattern = doc.text(&path_key, path)?;
+            let glob = globset::Glob::new(&pattern.value).map_err(|e| {
+                doc.invalid(
+                    &path.span,
+                    &path_key,
+                    "a glob pattern",
+                    format!("{:?} ({})", pattern.value, e.kind()),
+                )
+            })?;
+            RuleMatcher::PathGlob(glob.compile_matcher())
+        }
+        (None, None) => RuleMatcher::AnyCall,
+    };
+    Ok(At {
+        value: ApprovalRule {
+            action: action.value,
+            tool: tool.value,
+            matcher,
+        },
+        line: doc.line(&node.span),
+    })
+}
+
+fn read_tools(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<(), ConfigError> {
+    let table = doc.table("tools", node)?;
+    doc.check_keys("tools", table, KNOWN_TOOLS)?;
+    for (name, node) in table {
+        let prefix = join("tools", &name.name);
+        let tool = doc.table(&prefix, node)?;
+        let allowed = if name.name == "web_fetch" {
+            WEB_FETCH
+        } else {
+            TOOL
+        };
+        doc.check_keys(&prefix, tool, allowed)?;
+        if let Some(node) = get(tool, "enabled") {
+            layer.tools.push((
+                name.name.clone(),
+                doc.boolean(&join(&prefix, "enabled"), node)?,
+            ));
+        }
+        if let Some(node) = get(tool, "allow_private") {
+            layer.web_fetch_allow_private =
+                Some(doc.boolean(&join(&prefix, "allow_private"), node)?);
+        }
+    }
+    Ok(())
+}
+
+fn read_plugin(doc: &Doc<'_>, index: usize, node: &Node) -> Result<PluginPatch, ConfigError> {
+    let key = format!("plugins[{index}]");
+    let table = doc.table(&key, node)?;
+    doc.check_keys(&key, table, PLUGIN)?;
+    let Some(id) = get(table, "id") else {
+        return Err(doc.inconsistent(
+            &node.span,
+            &join(&key, "id"),
+            "every plugin row needs an `id`".into(),
+        ));
+    };
+    let mut patch = PluginPatch {
+        index,
+        id: doc.text(&join(&key, "id"), id)?,
+        plugin: None,
+        config: None,
+        disabled: None,
+    };
+    if let Some(node) = get(table, "plugin") {
+        patch.plugin = Some(doc.text(&join(&key, "plugin"), node)?);
+    }
+    if let Some(node) = get(table, "config") {
+        let config_key = join(&key, "config");
+        doc.table(&config_key, node)?;
+        patch.config = Some(At {
+            value: to_json(doc, &config_key, node)?,
+            line: doc.line(&node.span),
+        });
+    }
+    if let Some(node) = get(table, "disabled") {
+        patch.disabled = Some(doc.boolean(&join(&key, "disabled"), node)?);
+    }
+    Ok(patch)
+}
+
+fn is_route_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+pub(crate) fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+pub(crate) fn is_http_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|host| {
+        !host.is_empty() && !host.starts_with('/') && !url.contains(char::is_whitespace)
+    })
+}

@@ -1,0 +1,76 @@
+//! Configuration: `$DSH_HOME/settings.toml`, environment overrides and command-line flags.
+//!
+//! Layers apply in order — built-in defaults, the settings file, environment variables,
+//! flags ([`Overrides`]) — and every effective value is a [`Sourced`] that remembers the
+//! layer that set it, so `dsh config show` can say why a value is what it is. Loading is all
+//! or nothing: a problem anywhere is a [`ConfigError`] naming the file and line (or the env
+//! var or flag), the full key, and what was expected; unknown keys get a "did you mean".
+//!
+//! Secrets never enter the settings: a provider names the variable that holds its key and
+//! only the variable's presence is recorded ([`ApiKeyStatus`]).
+
+mod composition;
+mod env;
+mod error;
+mod file;
+mod reader;
+mod settings;
+mod show;
+mod source;
+mod tree;
+mod types;
+
+pub use composition::{default_composition, SESSIONS_ROW, SYSTEM_PROMPT_ROW, TOOLS_ROW};
+pub use env::{Env, ProcessEnv};
+pub use error::{ConfigError, KeyHint};
+pub use file::KNOWN_TOOLS;
+pub use settings::{
+    ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
+    SandboxSettings, Settings, ToolSettings, DEEPSEEK_ROUTE, DEFAULT_MODEL, OPENAI_ROUTE,
+};
+pub use show::{render_json, render_text};
+pub use source::{Location, Source, Sourced};
+pub use types::{
+    decide, ApprovalPolicy, ApprovalRule, CallFacts, MaxTokensField, Modality, ModelEntry,
+    ReplayReasoning, RuleAction, RuleMatcher, SandboxMode,
+};
+
+use std::path::PathBuf;
+
+/// The settings file's name inside `$DSH_HOME`.
+pub const SETTINGS_FILE: &str = "settings.toml";
+
+/// `$DSH_HOME`: `--home`, else `DSH_HOME`, else `$HOME/.dsh`.
+pub fn resolve_home(env: &dyn Env, flags: &Overrides) -> Result<Sourced<PathBuf>, ConfigError> {
+    if let Some(home) = &flags.home {
+        return Ok(Sourced::new(home.clone(), Source::Flag { flag: "--home" }));
+    }
+    if let Some(home) = env.get("DSH_HOME").filter(|v| !v.is_empty()) {
+        return Ok(Sourced::new(
+            PathBuf::from(home),
+            Source::Env { var: "DSH_HOME" },
+        ));
+    }
+    match env.get("HOME").filter(|v| !v.is_empty()) {
+        Some(user_home) => Ok(Sourced::default_value(
+            PathBuf::from(user_home).join(".dsh"),
+        )),
+        None => Err(ConfigError::NoHome),
+    }
+}
+
+/// Loads the effective settings. A missing settings file means "all defaults"; an
+/// unreadable or invalid one is an error.
+pub fn load(env: &dyn Env, flags: &Overrides) -> Result<Settings, ConfigError> {
+    let home = resolve_home(env, flags)?;
+    let path = home.value.join(SETTINGS_FILE);
+    let file = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(file::read(&path, &text)?),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(ConfigError::Unreadable { path, source }),
+    };
+    settings::resolve(home, path, file, env, flags)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,17 @@
+//! The `dsh` command: configuration, workspace instructions, the persona, the terminal UI's
+//! view layer, and the command-line surface that ties them together.
+//!
+//! - [`config`]: `$DSH_HOME/settings.toml`, env and flag overrides, each effective value
+//!   with its provenance; `dsh config show`.
+//! - [`instructions`]: `AGENTS.md` / `CLAUDE.md` discovery and rendering into one logged
+//!   message.
+//! - [`persona`]: the persona section of the system prompt.
+//! - [`tui`]: the transcript view-model folded from session events, and pure rendering of
+//!   it (plus status line, input box and approval prompt) into a ratatui buffer.
+//! - [`commands`]: the clap command tree; `main.rs` only calls [`commands::main`].
+
+pub mod commands;
+pub mod config;
+pub mod instructions;
+pub mod persona;
+pub mod tui;
