@@ -1,0 +1,5 @@
+mod harness;
+mod normalize;
+mod scripted;
+
+mod turns;
