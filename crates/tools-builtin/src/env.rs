@@ -216,6 +216,15 @@ impl ToolEnv {
         }
     }
 
+    /// The same session with other web_fetch settings (the registration's, which override
+    /// whatever the session was built with).
+    pub fn with_web_fetch(&self, config: WebFetchConfig) -> Self {
+        Self {
+            web_fetch: config,
+            ..self.clone()
+        }
+    }
+
     /// True exactly once per session: whether a sandbox notice still has to be shown.
     pub(crate) fn take_notice_slot(&self) -> bool {
         !self.notice_shown.swap(true, Ordering::SeqCst)

@@ -187,6 +187,39 @@ impl ToolError {
         }
     }
 
+    /// The error class name recorded beside the code in a tool result's error info.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments { .. } => "InvalidToolArgumentsError",
+            Self::FileNotFound { .. }
+            | Self::IsDirectory { .. }
+            | Self::BinaryFile { .. }
+            | Self::ImageFile { .. }
+            | Self::NotUtf8 { .. }
+            | Self::FileTooLarge { .. }
+            | Self::OffsetOutOfRange { .. } => "FileError",
+            Self::NotReadFirst { .. } | Self::ChangedOnDisk { .. } => "FileObservationError",
+            Self::EditNoMatch { .. }
+            | Self::EditAmbiguous { .. }
+            | Self::EditNoChange
+            | Self::EditEmptyOldString => "EditError",
+            Self::SandboxDenied { .. }
+            | Self::WorkdirOutsideRoots { .. }
+            | Self::SandboxUnavailable { .. }
+            | Self::SandboxFailed { .. } => "SandboxError",
+            Self::InvalidPattern { .. } => "InvalidPatternError",
+            Self::Spawn { .. } => "SpawnError",
+            Self::Cancelled => "AbortError",
+            Self::WebFetchDisabled
+            | Self::InvalidUrl { .. }
+            | Self::AddressBlocked { .. }
+            | Self::Http { .. }
+            | Self::HttpStatus { .. }
+            | Self::UnsupportedContent { .. } => "WebFetchError",
+            Self::Io { .. } => "IoError",
+        }
+    }
+
     pub(crate) fn io(
         action: &'static str,
         path: impl Into<PathBuf>,

@@ -25,7 +25,9 @@ pub mod fs_tools;
 mod html;
 mod output;
 mod paths;
+mod plugin;
 mod process;
+mod registration;
 pub mod sandbox;
 pub mod scrub;
 pub mod search;
@@ -37,6 +39,11 @@ pub use bash::{Bash, BashArgs};
 pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
 pub use error::{EditCandidate, ToolError};
 pub use fs_tools::{Edit, EditArgs, Read, ReadArgs, Write, WriteArgs};
+pub use plugin::{
+    builtin_tool, register_builtin_tools, BuiltinToolsConfig, BuiltinToolsError,
+    BuiltinToolsPlugin, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
+};
+pub use registration::{to_failure, BuiltinAdapter, Registrable, TOOL_ENV_MISSING};
 pub use sandbox::{SandboxMode, SandboxPolicy, SandboxProbe, UnconfinedFallback};
 pub use search::{Glob, GlobArgs, Grep, GrepArgs};
 pub use todo::{Todo, TodoStatus, TodoWrite, TodoWriteArgs};
