@@ -23,13 +23,19 @@
 //! - [`SessionIndex`]: the listing index that keeps `list` from opening logs;
 //! - [`WriteCoordinator`]: write-behind batching with flush barriers;
 //! - [`JsonlPersistencePlugin`]: all of it mounted on a kernel context, following the
-//!   session store's `session/created|event|flush|disposed` events.
+//!   session store's `session/created|event|flush|disposed` events, and providing
+//!   [`StoreResumeSource`] as the agent layer's `dyn ResumeSource`;
+//! - [`CheckpointPolicyPlugin`]: flushes before every model request, pre-step and
+//!   top-level tool call, so a crash never loses what a model or tool acted on;
+//! - [`fork_stored`]: forks a stored session into a new stored session.
 
 mod backend;
+mod checkpoint;
 pub mod chunk_rows;
 mod coordinator;
 mod error;
 mod file;
+mod fork;
 mod frames;
 mod header;
 mod index;
@@ -37,14 +43,20 @@ pub mod paths;
 mod persistence;
 mod plugin;
 mod reader;
+mod resume;
 
 pub use backend::{JsonlBackend, JsonlConfig};
+pub use checkpoint::{
+    checkpoint, CheckpointError, CheckpointPoint, CheckpointPolicyPlugin, StorageProblem,
+};
 pub use coordinator::{WriteBehindConfig, WriteCoordinator};
 pub use error::{FrameLocation, RecordLocation, StoreError};
 pub use file::{LogFormat, LogWriter};
+pub use fork::{fork_stored, ForkError};
 pub use header::{LogHeader, SESSION_FORMAT_VERSION};
 pub use index::{SessionIndex, SessionSummary, INDEX_FILE};
 pub use paths::{Compression, StoreLayout};
 pub use persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 pub use plugin::{JsonlPersistenceConfig, JsonlPersistencePlugin};
 pub use reader::{parse_log, read_header, read_log, StoredLog, TornReason, TornTail};
+pub use resume::{ResumeCancelled, StoreResumeSource};

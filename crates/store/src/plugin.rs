@@ -1,6 +1,7 @@
 //! The `session-persistence-jsonl` plugin: durable storage mounted on a kernel context.
 //!
-//! It provides the [`SessionPersistence`] service and a [`WriteCoordinator`], and follows
+//! It provides the [`SessionPersistence`] service, a [`WriteCoordinator`] and the agent
+//! layer's `dyn ResumeSource` (a [`crate::StoreResumeSource`]), and follows
 //! the session store's events: `session/created` registers a session (an error, such as a
 //! log already on disk, vetoes the creation), `session/event` arms the batching window,
 //! `session/flush` drains it, and `session/disposed` writes what is left and lets the log go.
@@ -84,6 +85,9 @@ impl Plugin for JsonlPersistencePlugin {
         );
         ctx.provide::<dyn SessionPersistence>(persistence)?.forget();
         ctx.provide(Arc::new(coordinator.clone()))?.forget();
+        let resume: Arc<dyn dsh_agent::ResumeSource> =
+            Arc::new(crate::resume::StoreResumeSource::new(coordinator.clone()));
+        ctx.provide::<dyn dsh_agent::ResumeSource>(resume)?.forget();
 
         let c = coordinator.clone();
         ctx.on::<SessionCreated>(move |session| c.register(session).map_err(boxed))?
