@@ -1,1 +1,66 @@
-//! placeholder
+//! The terminal UI's view layer (ratatui, designed for an inline viewport).
+//!
+//! [`Transcript`] is the view-model, folded from session events; everything else is pure
+//! rendering of it into a ratatui buffer: [`transcript_lines`] / [`TranscriptView`] for the
+//! conversation, [`StatusLine`], the [`InputBox`] with its follow-up queue, and the
+//! [`ApprovalPrompt`]. [`Screen`] lays them out. Driving the terminal (events, the inline
+//! viewport, pushing settled lines into scrollback) is the event loop's job, not this
+//! module's.
+
+mod approval;
+mod input;
+mod lines;
+mod text;
+mod transcript;
+mod views;
+
+pub use approval::{ApprovalChoice, ApprovalPrompt};
+pub use input::{InputBox, InputView};
+pub use lines::{entry_lines, transcript_lines, RESULT_PREVIEW_LINES};
+pub use text::{args_summary, compact_count, percent};
+pub use transcript::{
+    Entry, RetryNotice, RunState, ToolCard, ToolState, Transcript, TurnOutcome, UsageTotals,
+};
+pub use views::{StatusLine, TranscriptView};
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::widgets::Widget;
+
+/// The whole screen: transcript on top, then the approval prompt (when one is pending),
+/// the input box and the status line.
+#[derive(Clone, Copy, Debug)]
+pub struct Screen<'a> {
+    pub transcript: &'a Transcript,
+    pub input: &'a InputBox,
+    pub approval: Option<&'a ApprovalPrompt>,
+}
+
+impl Widget for Screen<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let approval_height = self.approval.map_or(0, |a| a.height(area.width));
+        let [conversation, approval, input, status] = Layout::vertical([
+            Constraint::Min(0),
+            Constraint::Length(approval_height),
+            Constraint::Length(self.input.height(area.width)),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        TranscriptView::new(self.transcript).render(conversation, buf);
+        if let Some(prompt) = self.approval {
+            prompt.render(approval, buf);
+        }
+        let busy = !matches!(self.transcript.run_state(), RunState::Idle);
+        InputView::new(self.input, busy).render(input, buf);
+        let mut status_line = StatusLine::new(self.transcript);
+        if self.approval.is_some() {
+            status_line = status_line.note("waiting for your approval");
+        }
+        status_line.render(status, buf);
+    }
+}
+
+#[cfg(test)]
+mod fixture_tests;
+#[cfg(test)]
+mod tests;

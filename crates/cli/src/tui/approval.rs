@@ -1,0 +1,155 @@
+//! The approval prompt: asks whether a tool call may run.
+
+use super::text::{truncate, wrap};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Widget};
+
+/// The answers a person can give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalChoice {
+    AllowOnce,
+    /// Allow this kind of call for the rest of the session.
+    AllowForSession,
+    Deny,
+}
+
+impl ApprovalChoice {
+    pub const ALL: [ApprovalChoice; 3] = [Self::AllowOnce, Self::AllowForSession, Self::Deny];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::AllowOnce => "Allow once",
+            Self::AllowForSession => "Allow for this session",
+            Self::Deny => "Deny",
+        }
+    }
+}
+
+/// One pending approval question and the highlighted answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalPrompt {
+    pub tool: String,
+    /// One line describing the call (its command or path).
+    pub summary: String,
+    /// Why approval is needed, when known.
+    pub reason: Option<String>,
+    selected: ApprovalChoice,
+}
+
+impl ApprovalPrompt {
+    /// A prompt with "Allow once" highlighted.
+    pub fn new(
+        tool: impl Into<String>,
+        summary: impl Into<String>,
+        reason: Option<String>,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            summary: summary.into(),
+            reason,
+            selected: ApprovalChoice::AllowOnce,
+        }
+    }
+
+    pub fn selected(&self) -> ApprovalChoice {
+        self.selected
+    }
+
+    pub fn select(&mut self, choice: ApprovalChoice) {
+        self.selected = choice;
+    }
+
+    /// Moves the highlight right, wrapping around.
+    pub fn next(&mut self) {
+        self.step(1);
+    }
+
+    /// Moves the highlight left, wrapping around.
+    pub fn previous(&mut self) {
+        self.step(ApprovalChoice::ALL.len() - 1);
+    }
+
+    fn step(&mut self, by: usize) {
+        let at = ApprovalChoice::ALL
+            .iter()
+            .position(|c| *c == self.selected)
+            .unwrap_or(0);
+        self.selected = ApprovalChoice::ALL[(at + by) % ApprovalChoice::ALL.len()];
+    }
+
+    /// Rows the prompt needs at `width`.
+    pub fn height(&self, width: u16) -> u16 {
+        u16::try_from(self.body(width).len() + 2).unwrap_or(u16::MAX)
+    }
+
+    fn body(&self, width: u16) -> Vec<Line<'static>> {
+        let inner = usize::from(width).saturating_sub(2).max(1);
+        let mut lines = vec![Line::from(vec![
+            Span::styled(self.tool.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw("  "),
+            Span::raw(truncate(
+                &self.summary,
+                inner.saturating_sub(self.tool.len() + 2),
+            )),
+        ])];
+        if let Some(reason) = &self.reason {
+            for row in wrap(&format!("why: {reason}"), inner) {
+                lines.push(Line::styled(row, Style::new().add_modifier(Modifier::DIM)));
+            }
+        }
+        let mut choices = Vec::new();
+        for choice in ApprovalChoice::ALL {
+            if !choices.is_empty() {
+                choices.push(Span::raw("  "));
+            }
+            if choice == self.selected {
+                choices.push(Span::styled(
+                    format!("[{}]", choice.label()),
+                    Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+                ));
+            } else {
+                choices.push(Span::raw(format!(" {} ", choice.label())));
+            }
+        }
+        lines.push(Line::from(choices));
+        lines
+    }
+}
+
+impl Widget for &ApprovalPrompt {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let block = Block::new()
+            .borders(Borders::ALL)
+            .border_style(Style::new().fg(Color::Yellow))
+            .title(" Allow this tool call? ");
+        let inner = block.inner(area);
+        block.render(area, buf);
+        for (i, line) in self
+            .body(area.width)
+            .iter()
+            .take(usize::from(inner.height))
+            .enumerate()
+        {
+            let y = inner.y + u16::try_from(i).unwrap_or(0);
+            buf.set_line(inner.x, y, line, inner.width);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_highlight_wraps_both_ways() {
+        let mut prompt = ApprovalPrompt::new("bash", "rm -rf target", None);
+        prompt.previous();
+        assert_eq!(prompt.selected(), ApprovalChoice::Deny);
+        prompt.next();
+        prompt.next();
+        assert_eq!(prompt.selected(), ApprovalChoice::AllowForSession);
+    }
+}

@@ -1,0 +1,176 @@
+//! Replays the session logs written by dsh 0.1.0 through the transcript and checks what a
+//! person would see.
+
+use super::*;
+use dsh_session::SessionEvent;
+use std::path::{Path, PathBuf};
+
+const FIXTURES: &str = "/work/shared/fixtures/dsh-0.1.0";
+
+/// The plain-JSONL log of a scenario.
+fn log_path(scenario: &str) -> PathBuf {
+    fn find(dir: &Path) -> Option<PathBuf> {
+        for entry in std::fs::read_dir(dir).ok()? {
+            let path = entry.ok()?.path();
+            if path.is_dir() {
+                if let Some(found) = find(&path) {
+                    return Some(found);
+                }
+            } else if path.file_name().is_some_and(|n| n == "session.jsonl") {
+                return Some(path);
+            }
+        }
+        None
+    }
+    let dir = Path::new(FIXTURES).join(scenario).join("jsonl");
+    find(&dir).unwrap_or_else(|| panic!("no session.jsonl under {}", dir.display()))
+}
+
+fn replay(scenario: &str) -> Transcript {
+    let text = std::fs::read_to_string(log_path(scenario)).unwrap();
+    let events: Vec<SessionEvent> = text
+        .lines()
+        .skip(1) // the header
+        .map(|line| SessionEvent::from_json(line).unwrap())
+        .collect();
+    Transcript::from_events(&events)
+}
+
+fn screen_lines(transcript: &Transcript) -> Vec<String> {
+    transcript_lines(transcript, 200)
+        .iter()
+        .map(|line| {
+            line.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect()
+}
+
+/// Asserts `expected` appear as whole lines, in this order.
+fn assert_lines_in_order(scenario: &str, expected: &[&str]) -> Transcript {
+    let transcript = replay(scenario);
+    let lines = screen_lines(&transcript);
+    let mut from = 0;
+    for want in expected {
+        match lines[from..].iter().position(|line| line == want) {
+            Some(at) => from += at + 1,
+            None => panic!(
+                "{scenario}: missing {want:?} after line {from} in:\n{}",
+                lines.join("\n")
+            ),
+        }
+    }
+    assert_eq!(transcript.run_state(), RunState::Idle, "{scenario}");
+    transcript
+}
+
+#[test]
+fn text_fixture() {
+    let transcript = assert_lines_in_order(
+        "text",
+        &[
+            "› Say hello and describe this workspace in one sentence.",
+            "• Hello! This workspace holds a small Rust project with a README and some notes.",
+            "─ turn 1 completed",
+        ],
+    );
+    let lines = screen_lines(&transcript);
+    assert!(
+        lines.iter().any(|l| l.starts_with("▸ thinking: ")),
+        "{lines:?}"
+    );
+    // Runtime-context snapshots are plugin messages, not something the person typed.
+    assert!(!lines.iter().any(|l| l.contains("Current runtime context")));
+}
+
+#[test]
+fn bash_fixture() {
+    let transcript = assert_lines_in_order(
+        "bash",
+        &[
+            "› What does notes.txt say?",
+            "• Let me print the file.",
+            "✓ bash  cat notes.txt",
+            "  └ TODO: write more tests",
+            "    status: draft",
+            "    owner: nobody",
+            "• notes.txt has three lines: a TODO to write more tests, `status: draft`, and `owner: nobody`.",
+            "─ turn 1 completed",
+        ],
+    );
+    assert_eq!(
+        StatusLine::new(&transcript).text(),
+        "deepseek-v4-flash (deepseek-official) · 16.1k in / 67 out · context 0.8% of 1M · idle"
+    );
+}
+
+#[test]
+fn read_edit_fixture() {
+    assert_lines_in_order(
+        "read-edit",
+        &[
+            "› In notes.txt, change the status from draft to reviewed.",
+            "✓ read  notes.txt",
+            "• Updating the status line.",
+            "✓ edit  notes.txt",
+            "  └ The file /home/user/project/notes.txt has been updated successfully.",
+            "• Done: notes.txt now says `status: reviewed`.",
+        ],
+    );
+}
+
+#[test]
+fn multi_turn_fixture() {
+    let transcript = assert_lines_in_order(
+        "multi-turn",
+        &[
+            "› Make a plan for reviewing this project.",
+            "✓ todo_write  3 items",
+            "☰ todos",
+            "  [>] List the project files",
+            "  [ ] Read the notes",
+            "─ turn 1 completed",
+            "› Now list the files in the project.",
+            "✓ bash  ls -R",
+            "─ turn 2 completed",
+            "› Thanks. Summarise what we did.",
+            "─ turn 3 completed",
+        ],
+    );
+    assert_eq!(transcript.todos().len(), 3);
+}
+
+#[test]
+fn retry_fixture() {
+    assert_lines_in_order(
+        "retry",
+        &[
+            "› Are you there?",
+            "↻ model request failed (SERVER 500: Internal server error (mock)); retried, attempt 1 of 5",
+            "• Yes, I am here and working.",
+            "─ turn 1 completed",
+        ],
+    );
+}
+
+#[test]
+fn parallel_tools_fixture() {
+    let transcript = assert_lines_in_order(
+        "parallel-tools",
+        &[
+            "› Show me README.md and src/main.rs.",
+            "• Reading both files.",
+            "✓ read  README.md",
+            "✓ read  src/main.rs",
+            "• README.md describes the sample project, and src/main.rs prints \"Hello, world!\".",
+        ],
+    );
+    let cards = transcript
+        .entries()
+        .iter()
+        .filter(|e| matches!(e, Entry::Tool(card) if matches!(card.state, ToolState::Done { .. })))
+        .count();
+    assert_eq!(cards, 2);
+}

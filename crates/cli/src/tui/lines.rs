@@ -1,0 +1,242 @@
+//! Transcript entries as styled, wrapped lines. Pure: the same transcript and width always
+//! give the same lines, which is what the inline viewport pushes into scrollback.
+
+use super::text::{one_line, seconds, truncate, wrap};
+use super::transcript::{Entry, RetryNotice, ToolCard, ToolState, Transcript, TurnOutcome};
+use dsh_session::{Todo, TodoStatus};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
+
+/// How many lines of a tool result a card shows.
+pub const RESULT_PREVIEW_LINES: usize = 4;
+
+/// All lines of the transcript at `width` columns.
+pub fn transcript_lines(transcript: &Transcript, width: u16) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut previous: Option<&Entry> = None;
+    for entry in transcript.entries() {
+        // Consecutive tool cards (parallel calls) stay together; everything else breathes.
+        let adjacent_tools = matches!((previous, entry), (Some(Entry::Tool(_)), Entry::Tool(_)));
+        if previous.is_some() && !adjacent_tools {
+            lines.push(Line::default());
+        }
+        lines.extend(entry_lines(entry, width, transcript.reasoning_expanded()));
+        previous = Some(entry);
+    }
+    lines
+}
+
+/// The lines of one entry.
+pub fn entry_lines(entry: &Entry, width: u16, reasoning_expanded: bool) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    match entry {
+        Entry::User { text } => block(
+            "› ",
+            "  ",
+            text,
+            width,
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Entry::Assistant {
+            text,
+            streaming,
+            interrupted,
+        } => {
+            let mut lines = block("• ", "  ", text, width, Style::new());
+            if *streaming {
+                push_suffix(
+                    &mut lines,
+                    " ▍",
+                    Style::new().add_modifier(Modifier::SLOW_BLINK),
+                );
+            }
+            if *interrupted {
+                lines.push(Line::styled("  (interrupted)", dim()));
+            }
+            lines
+        }
+        Entry::Reasoning { text, streaming } => {
+            reasoning_lines(text, *streaming, width, reasoning_expanded)
+        }
+        Entry::Tool(card) => tool_lines(card, width),
+        Entry::Retry(notice) => retry_lines(notice, width),
+        Entry::Todos(todos) => todo_lines(todos, width),
+        Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),
+    }
+}
+
+fn dim() -> Style {
+    Style::new().add_modifier(Modifier::DIM)
+}
+
+/// `text` wrapped with `first` before the first line and `rest` before the others.
+fn block(first: &str, rest: &str, text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
+    let inner = width.saturating_sub(first.width()).max(1);
+    wrap(text.trim_end(), inner)
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let prefix = if i == 0 { first } else { rest };
+            Line::from(vec![
+                Span::styled(prefix.to_owned(), style),
+                Span::styled(line, style),
+            ])
+        })
+        .collect()
+}
+
+fn push_suffix(lines: &mut [Line<'static>], suffix: &'static str, style: Style) {
+    if let Some(last) = lines.last_mut() {
+        last.spans.push(Span::styled(suffix, style));
+    }
+}
+
+fn reasoning_lines(
+    text: &str,
+    streaming: bool,
+    width: usize,
+    expanded: bool,
+) -> Vec<Line<'static>> {
+    let style = dim().add_modifier(Modifier::ITALIC);
+    if expanded {
+        let mut lines = vec![Line::styled("▾ thinking", style)];
+        lines.extend(block("  ", "  ", text, width, style));
+        return lines;
+    }
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let label = if streaming {
+        "▸ thinking… "
+    } else {
+        "▸ thinking: "
+    };
+    let room = width.saturating_sub(label.width());
+    vec![Line::styled(
+        format!("{label}{}", truncate(&one_line(last), room)),
+        style,
+    )]
+}
+
+fn tool_lines(card: &ToolCard, width: usize) -> Vec<Line<'static>> {
+    let (mark, mark_style) = match &card.state {
+        ToolState::Running => ("… ", Style::new().fg(Color::Yellow)),
+        ToolState::Done { .. } => ("✓ ", Style::new().fg(Color::Green)),
+        ToolState::Failed { .. } => ("✗ ", Style::new().fg(Color::Red)),
+    };
+    let name_width = card.name.width() + 2;
+    let room = width.saturating_sub(mark.width() + name_width);
+    let mut lines = vec![Line::from(vec![
+        Span::styled(mark, mark_style),
+        Span::styled(card.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw("  "),
+        Span::styled(truncate(&card.summary, room), dim()),
+    ])];
+    let (output, failed, code) = match &card.state {
+        ToolState::Running => return lines,
+        ToolState::Done { output } => (output, false, None),
+        ToolState::Failed { output, code } => (output, true, code.as_deref()),
+    };
+    let body_style = if failed {
+        Style::new().fg(Color::Red)
+    } else {
+        dim()
+    };
+    let mut body: Vec<String> = output.trim_end().lines().map(str::to_owned).collect();
+    if failed {
+        let head = match code {
+            Some(code) => format!("error ({code})"),
+            None => "error".to_owned(),
+        };
+        body.insert(0, head);
+    }
+    if body.is_empty() {
+        body.push("(no output)".into());
+    }
+    let hidden = body.len().saturating_sub(RESULT_PREVIEW_LINES);
+    body.truncate(RESULT_PREVIEW_LINES);
+    let room = width.saturating_sub(4);
+    for (i, line) in body.iter().enumerate() {
+        let prefix = if i == 0 { "  └ " } else { "    " };
+        lines.push(Line::from(vec![
+            Span::styled(prefix, dim()),
+            Span::styled(truncate(line, room), body_style),
+        ]));
+    }
+    if hidden > 0 {
+        lines.push(Line::styled(format!("    … {hidden} more lines"), dim()));
+    }
+    lines
+}
+
+fn retry_lines(notice: &RetryNotice, width: usize) -> Vec<Line<'static>> {
+    let failure = &notice.failure;
+    let status = failure.status.map(|s| format!(" {s}")).unwrap_or_default();
+    let of = notice
+        .max_retries
+        .map(|m| format!(" of {m}"))
+        .unwrap_or_default();
+    let when = if notice.started {
+        "retried".to_owned()
+    } else {
+        format!("retrying in {}", seconds(notice.delay_ms))
+    };
+    let text = format!(
+        "model request failed ({}{status}: {}); {when}, attempt {}{of}",
+        failure.code, failure.message, notice.retry
+    );
+    block("↻ ", "  ", &text, width, Style::new().fg(Color::Yellow))
+}
+
+fn todo_lines(todos: &[Todo], width: usize) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        "☰ todos",
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    for todo in todos {
+        let (mark, style) = match todo.status {
+            TodoStatus::Pending => ("  [ ] ", Style::new()),
+            TodoStatus::InProgress => ("  [>] ", Style::new().add_modifier(Modifier::BOLD)),
+            TodoStatus::Completed => ("  [x] ", dim().add_modifier(Modifier::CROSSED_OUT)),
+        };
+        lines.extend(block(mark, "      ", &todo.content, width, style));
+    }
+    lines
+}
+
+fn turn_end_lines(turn: u64, outcome: &TurnOutcome, width: usize) -> Vec<Line<'static>> {
+    let (text, style) = match outcome {
+        TurnOutcome::Completed => (format!("─ turn {turn} completed"), dim()),
+        TurnOutcome::Cancelled(by) => (
+            format!("■ turn {turn} cancelled {by}"),
+            Style::new().fg(Color::Yellow),
+        ),
+        TurnOutcome::Blocked => (
+            format!("■ turn {turn} was blocked before the model was asked"),
+            Style::new().fg(Color::Yellow),
+        ),
+        TurnOutcome::Failed(failure) => (
+            format!(
+                "✗ turn {turn} failed: {} ({})",
+                failure.message, failure.code
+            ),
+            Style::new().fg(Color::Red),
+        ),
+        TurnOutcome::MaxTokens => (
+            format!("■ turn {turn} stopped: the model reached its output token limit"),
+            Style::new().fg(Color::Yellow),
+        ),
+        TurnOutcome::Interrupted => (
+            format!("■ turn {turn} was interrupted (dsh stopped before it finished)"),
+            Style::new().fg(Color::Yellow),
+        ),
+        TurnOutcome::Other(kind) => (
+            format!("■ turn {turn} ended: {kind}"),
+            Style::new().fg(Color::Yellow),
+        ),
+    };
+    block("", "  ", &text, width, style)
+}

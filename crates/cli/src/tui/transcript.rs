@@ -1,0 +1,476 @@
+//! The transcript view-model: what a person sees of a session, folded from its events.
+//!
+//! The fold reads only the log ([`SessionEvent`]s), so a live session and a replayed one look
+//! the same. Streamed chunks build entries as they arrive; the assembled `assistant/message`
+//! then settles them (or creates them, when a log carries no chunks).
+
+use super::text::args_summary;
+use dsh_protocol::{
+    CallId, ContentBlock, FinishReason, LlmFailure, MessageSource, StreamChunk, TokenUsage,
+};
+use dsh_session::{EventData, SessionEvent, Todo, TurnEndCancelCause, TurnEndReason};
+use std::collections::HashMap;
+
+/// One visible item of the transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Entry {
+    /// A prompt the person typed.
+    User {
+        text: String,
+    },
+    /// Assistant text.
+    Assistant {
+        text: String,
+        streaming: bool,
+        interrupted: bool,
+    },
+    /// The model's reasoning, shown dimmed and collapsed unless expanded.
+    Reasoning {
+        text: String,
+        streaming: bool,
+    },
+    Tool(ToolCard),
+    Retry(RetryNotice),
+    /// A todo list as written by `todo_write`.
+    Todos(Vec<Todo>),
+    TurnEnd {
+        turn: u64,
+        outcome: TurnOutcome,
+    },
+}
+
+/// A tool call and, once it finished, its result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCard {
+    pub call_id: CallId,
+    pub name: String,
+    /// One line describing the arguments.
+    pub summary: String,
+    pub state: ToolState,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolState {
+    Running,
+    Done {
+        output: String,
+    },
+    Failed {
+        output: String,
+        code: Option<String>,
+    },
+}
+
+/// A failed model request the retry policy will try again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryNotice {
+    pub retry: u64,
+    pub max_retries: Option<u64>,
+    pub delay_ms: f64,
+    pub failure: LlmFailure,
+    /// The retried request has begun.
+    pub started: bool,
+}
+
+/// How a turn ended, in words a person reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnOutcome {
+    Completed,
+    /// Cancelled; the text says by whom.
+    Cancelled(String),
+    Blocked,
+    Failed(LlmFailure),
+    MaxTokens,
+    /// Closed by crash repair.
+    Interrupted,
+    /// A reason this build does not know.
+    Other(String),
+}
+
+/// What the agent is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Idle,
+    Running {
+        turn: u64,
+        step: Option<u64>,
+    },
+    /// Waiting out a retry delay.
+    Retrying {
+        turn: u64,
+        retry: u64,
+        max_retries: Option<u64>,
+    },
+}
+
+/// Token accounting for the status line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsageTotals {
+    /// Prompt tokens over all calls, cached ones included.
+    pub input: u64,
+    pub output: u64,
+    /// Prompt tokens of the latest call (input + cached): how full the context is.
+    pub last_prompt: Option<u64>,
+}
+
+/// The folded transcript.
+#[derive(Clone, Debug, Default)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    provider: Option<String>,
+    model: Option<String>,
+    context_window: Option<u64>,
+    usage: UsageTotals,
+    run: Option<RunState>,
+    todos: Vec<Todo>,
+    reasoning_expanded: bool,
+    stream: StreamState,
+}
+
+/// Bookkeeping of the model call in flight.
+#[derive(Clone, Debug, Default)]
+struct StreamState {
+    /// Block index to entry index, for the call in flight.
+    blocks: HashMap<u32, usize>,
+    /// Whether the call in flight has produced visible entries from chunks.
+    streamed: bool,
+    /// Usage seen in chunks and not yet counted.
+    pending_usage: Option<TokenUsage>,
+}
+
+impl Transcript {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A transcript of all `events`.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a SessionEvent>) -> Self {
+        let mut transcript = Self::new();
+        for event in events {
+            transcript.apply(event);
+        }
+        transcript
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn provider(&self) -> Option<&str> {
+        self.provider.as_deref()
+    }
+
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    /// Where requests go, before the log says: the configured route.
+    pub fn set_route(
+        &mut self,
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        context_window: Option<u64>,
+    ) {
+        self.provider = Some(provider.into());
+        self.model = Some(model.into());
+        self.context_window = context_window;
+    }
+
+    pub fn usage(&self) -> UsageTotals {
+        self.usage
+    }
+
+    pub fn run_state(&self) -> RunState {
+        self.run.unwrap_or(RunState::Idle)
+    }
+
+    /// The latest todo list.
+    pub fn todos(&self) -> &[Todo] {
+        &self.todos
+    }
+
+    pub fn reasoning_expanded(&self) -> bool {
+        self.reasoning_expanded
+    }
+
+    /// Shows reasoning in full (`true`) or as one dimmed line per block (`false`).
+    pub fn set_reasoning_expanded(&mut self, expanded: bool) {
+        self.reasoning_expanded = expanded;
+    }
+
+    /// Folds one event in. Events the view does not show are ignored.
+    pub fn apply(&mut self, event: &SessionEvent) {
+        match &event.data {
+            EventData::TurnStart(start) => {
+                self.run = Some(RunState::Running {
+                    turn: start.turn,
+                    step: None,
+                });
+            }
+            EventData::StepStart(step) => {
+                self.run = Some(RunState::Running {
+                    turn: step.turn,
+                    step: Some(step.step),
+                });
+                self.stream = StreamState::default();
+            }
+            EventData::UserMessage(message) => {
+                if matches!(message.source, MessageSource::User { .. }) {
+                    self.entries.push(Entry::User {
+                        text: message.text(),
+                    });
+                }
+            }
+            EventData::AssistantChunk(chunk) => self.apply_chunk(&chunk.chunk),
+            EventData::AssistantMessage(assistant) => {
+                if self.stream.streamed {
+                    self.settle_stream(assistant.interrupted);
+                } else {
+                    for block in &assistant.message.content {
+                        match block {
+                            ContentBlock::Reasoning { text } if !text.trim().is_empty() => {
+                                self.entries.push(Entry::Reasoning {
+                                    text: text.clone(),
+                                    streaming: false,
+                                });
+                            }
+                            ContentBlock::Text { text } if !text.trim().is_empty() => {
+                                self.entries.push(Entry::Assistant {
+                                    text: text.clone(),
+                                    streaming: false,
+                                    interrupted: assistant.interrupted,
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                let usage = assistant.usage.or(self.stream.pending_usage);
+                self.count_usage(usage);
+                if let MessageSource::Model {
+                    provider, model, ..
+                } = &assistant.message.source
+                {
+                    self.provider = Some(provider.clone());
+                    self.model = Some(model.clone());
+                }
+                self.stream = StreamState::default();
+            }
+            EventData::ToolCall(call) => self.entries.push(Entry::Tool(ToolCard {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                summary: args_summary(&call.name, &call.arguments),
+                state: ToolState::Running,
+            })),
+            EventData::ToolResult(result) => {
+                let (call_id, output, is_error) = match result.message.content.as_slice() {
+                    [ContentBlock::ToolResult {
+                        tool_call_id,
+                        content,
+                        is_error,
+                    }] => {
+                        let text: Vec<&str> =
+                            content.iter().filter_map(ContentBlock::as_text).collect();
+                        (
+                            tool_call_id.clone(),
+                            text.join("\n"),
+                            is_error.unwrap_or(false),
+                        )
+                    }
+                    _ => return,
+                };
+                let failed = is_error || result.error.is_some();
+                let state = if failed {
+                    ToolState::Failed {
+                        output,
+                        code: result.error.as_ref().map(|e| e.code.clone()),
+                    }
+                } else {
+                    ToolState::Done { output }
+                };
+                let card = self.entries.iter_mut().rev().find_map(|entry| match entry {
+                    Entry::Tool(card) if card.call_id == call_id => Some(card),
+                    _ => None,
+                });
+                if let Some(card) = card {
+                    card.state = state;
+                }
+            }
+            EventData::TodoWrite(write) => {
+                self.todos = write.todos.clone();
+                self.entries.push(Entry::Todos(write.todos.clone()));
+            }
+            EventData::RequestContext(context) => {
+                self.provider = Some(context.provider.clone());
+                self.model = Some(context.model.clone());
+                self.context_window = context.context_window;
+            }
+            EventData::LlmRetry(retry) => {
+                self.stream = StreamState::default();
+                self.run = Some(RunState::Retrying {
+                    turn: retry.turn,
+                    retry: retry.retry,
+                    max_retries: retry.max_retries,
+                });
+                self.entries.push(Entry::Retry(RetryNotice {
+                    retry: retry.retry,
+                    max_retries: retry.max_retries,
+                    delay_ms: retry.delay_ms,
+                    failure: retry.failure.clone(),
+                    started: false,
+                }));
+            }
+            EventData::LlmRetryStarted(started) => {
+                self.run = Some(RunState::Running {
+                    turn: started.turn,
+                    step: Some(started.step),
+                });
+                if let Some(Entry::Retry(notice)) = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::Retry(n) if n.retry == started.retry))
+                {
+                    notice.started = true;
+                }
+            }
+            EventData::TurnEnd(end) => {
+                self.settle_stream(false);
+                self.stream = StreamState::default();
+                self.run = Some(RunState::Idle);
+                self.entries.push(Entry::TurnEnd {
+                    turn: end.turn,
+                    outcome: outcome(&end.reason),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_chunk(&mut self, chunk: &StreamChunk) {
+        match chunk {
+            StreamChunk::BlockStart { index, block_type } => {
+                let entry = match block_type {
+                    dsh_protocol::BlockType::Text => Entry::Assistant {
+                        text: String::new(),
+                        streaming: true,
+                        interrupted: false,
+                    },
+                    dsh_protocol::BlockType::Reasoning => Entry::Reasoning {
+                        text: String::new(),
+                        streaming: true,
+                    },
+                    _ => return,
+                };
+                self.entries.push(entry);
+                self.stream.blocks.insert(*index, self.entries.len() - 1);
+                self.stream.streamed = true;
+            }
+            StreamChunk::TextDelta { index, text }
+            | StreamChunk::ReasoningDelta { index, text } => {
+                if let Some(slot) = self.block_text(*index) {
+                    slot.push_str(text);
+                }
+            }
+            StreamChunk::BlockEnd { index, block } => {
+                if let (Some(slot), Some(text)) = (self.block_text(*index), block.as_text()) {
+                    // The assembled block is authoritative.
+                    *slot = text.to_owned();
+                }
+            }
+            StreamChunk::Usage { usage } => {
+                self.stream.pending_usage = Some(*usage);
+                self.usage.last_prompt = Some(prompt_tokens(usage));
+            }
+            StreamChunk::Finish { reason, .. } => {
+                if matches!(
+                    reason,
+                    FinishReason::Error { .. } | FinishReason::Aborted { .. }
+                ) {
+                    // No assistant message follows a failed call; count what it used now.
+                    let pending = self.stream.pending_usage.take();
+                    self.count_usage(pending);
+                    self.settle_stream(matches!(reason, FinishReason::Aborted { .. }));
+                }
+            }
+            StreamChunk::ToolCallDelta { .. } => {}
+        }
+    }
+
+    fn block_text(&mut self, index: u32) -> Option<&mut String> {
+        let at = *self.stream.blocks.get(&index)?;
+        match self.entries.get_mut(at)? {
+            Entry::Assistant { text, .. } | Entry::Reasoning { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Marks the entries of the call in flight as finished; drops blocks that stayed empty.
+    fn settle_stream(&mut self, interrupted: bool) {
+        let mut indexes: Vec<usize> = self.stream.blocks.values().copied().collect();
+        indexes.sort_unstable();
+        for &at in indexes.iter().rev() {
+            let empty = match self.entries.get_mut(at) {
+                Some(Entry::Assistant {
+                    text,
+                    streaming,
+                    interrupted: cut,
+                }) => {
+                    *streaming = false;
+                    *cut = interrupted;
+                    text.trim().is_empty()
+                }
+                Some(Entry::Reasoning { text, streaming }) => {
+                    *streaming = false;
+                    text.trim().is_empty()
+                }
+                _ => false,
+            };
+            if empty {
+                self.entries.remove(at);
+            }
+        }
+        self.stream.blocks.clear();
+    }
+
+    fn count_usage(&mut self, usage: Option<TokenUsage>) {
+        if let Some(usage) = usage {
+            let prompt = prompt_tokens(&usage);
+            self.usage.input += prompt;
+            self.usage.output += usage.output_tokens;
+            self.usage.last_prompt = Some(prompt);
+        }
+    }
+}
+
+fn prompt_tokens(usage: &TokenUsage) -> u64 {
+    usage.input_tokens + usage.cache_read_tokens.unwrap_or(0)
+}
+
+fn outcome(reason: &TurnEndReason) -> TurnOutcome {
+    match reason {
+        TurnEndReason::Completed => TurnOutcome::Completed,
+        TurnEndReason::Blocked => TurnOutcome::Blocked,
+        TurnEndReason::Aborted { reason } => TurnOutcome::Cancelled(match reason {
+            TurnEndCancelCause::User => "by you".into(),
+            TurnEndCancelCause::Parent => "by the parent agent".into(),
+            TurnEndCancelCause::Hook { reason } => format!("by a hook: {reason}"),
+            TurnEndCancelCause::Disposed => "because the agent shut down".into(),
+            TurnEndCancelCause::Legacy => "(by an older dsh)".into(),
+        }),
+        TurnEndReason::Error { error } => TurnOutcome::Failed(error.clone()),
+        TurnEndReason::MaxTokens => TurnOutcome::MaxTokens,
+        TurnEndReason::Interrupted => TurnOutcome::Interrupted,
+        TurnEndReason::Other(fields) => TurnOutcome::Other(
+            fields
+                .get("kind")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("unknown")
+                .to_owned(),
+        ),
+    }
+}

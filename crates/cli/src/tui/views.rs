@@ -1,0 +1,123 @@
+//! Widgets over the transcript: the scrolling conversation and the status line.
+
+use super::lines::transcript_lines;
+use super::text::{compact_count, percent, truncate};
+use super::transcript::{RunState, Transcript};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+/// The newest part of the transcript that fits the area, bottom-aligned like a terminal.
+#[derive(Clone, Copy, Debug)]
+pub struct TranscriptView<'a> {
+    transcript: &'a Transcript,
+}
+
+impl<'a> TranscriptView<'a> {
+    pub fn new(transcript: &'a Transcript) -> Self {
+        Self { transcript }
+    }
+}
+
+impl Widget for TranscriptView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.is_empty() {
+            return;
+        }
+        let lines = transcript_lines(self.transcript, area.width);
+        let shown = lines.len().min(usize::from(area.height));
+        let top = area.bottom() - u16::try_from(shown).unwrap_or(area.height);
+        for (i, line) in lines[lines.len() - shown..].iter().enumerate() {
+            let y = top + u16::try_from(i).unwrap_or(0);
+            buf.set_line(area.x, y, line, area.width);
+        }
+    }
+}
+
+/// One line: model, token usage, context fill and what the agent is doing.
+#[derive(Clone, Copy, Debug)]
+pub struct StatusLine<'a> {
+    transcript: &'a Transcript,
+    note: Option<&'a str>,
+}
+
+impl<'a> StatusLine<'a> {
+    pub fn new(transcript: &'a Transcript) -> Self {
+        Self {
+            transcript,
+            note: None,
+        }
+    }
+
+    /// Replaces the run state with a note of the UI's own (`waiting for approval`).
+    pub fn note(mut self, note: &'a str) -> Self {
+        self.note = Some(note);
+        self
+    }
+
+    /// The status as plain text.
+    pub fn text(&self) -> String {
+        let t = self.transcript;
+        let mut parts = Vec::new();
+        parts.push(match (t.model(), t.provider()) {
+            (Some(model), Some(provider)) => format!("{model} ({provider})"),
+            (Some(model), None) => model.to_owned(),
+            _ => "no model yet".to_owned(),
+        });
+        let usage = t.usage();
+        parts.push(format!(
+            "{} in / {} out",
+            compact_count(usage.input),
+            compact_count(usage.output)
+        ));
+        if let Some(window) = t.context_window() {
+            let fill = usage.last_prompt.unwrap_or(0);
+            parts.push(format!(
+                "context {} of {}",
+                percent(fill, window),
+                compact_count(window)
+            ));
+        }
+        parts.push(match self.note {
+            Some(note) => note.to_owned(),
+            None => match t.run_state() {
+                RunState::Idle => "idle".to_owned(),
+                RunState::Running { turn, step: None } => format!("running · turn {turn}"),
+                RunState::Running {
+                    turn,
+                    step: Some(step),
+                } => format!("running · turn {turn} step {step}"),
+                RunState::Retrying {
+                    retry,
+                    max_retries: Some(max),
+                    ..
+                } => format!("retrying ({retry} of {max})"),
+                RunState::Retrying {
+                    retry,
+                    max_retries: None,
+                    ..
+                } => format!("retrying ({retry})"),
+            },
+        });
+        parts.join(" · ")
+    }
+}
+
+impl Widget for StatusLine<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.is_empty() {
+            return;
+        }
+        let text = truncate(&self.text(), usize::from(area.width));
+        let style = Style::new().add_modifier(Modifier::REVERSED);
+        buf.set_style(Rect { height: 1, ..area }, style);
+        buf.set_line(
+            area.x,
+            area.y,
+            &Line::from(Span::styled(text, style)),
+            area.width,
+        );
+    }
+}
