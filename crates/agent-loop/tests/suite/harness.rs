@@ -209,6 +209,17 @@ impl Harness {
     }
 }
 
+/// Polls until `done` holds (the driver runs on other tasks).
+pub async fn until(mut done: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("condition not reached");
+}
+
 pub fn take(log: &Log) -> Vec<String> {
     std::mem::take(&mut *log.lock().unwrap())
 }
@@ -222,6 +233,8 @@ pub struct TestTool {
     pub log: Log,
     pub concludes: bool,
     pub context: Option<&'static str>,
+    /// Waits for its gate even when cancelled (exercises drain-after-abort).
+    pub stubborn: bool,
 }
 
 impl TestTool {
@@ -234,6 +247,7 @@ impl TestTool {
             log: log.clone(),
             concludes: false,
             context: None,
+            stubborn: false,
         }
     }
     pub fn parallel(mut self) -> Self {
@@ -274,7 +288,9 @@ impl Tool for TestTool {
         Box::pin(async move {
             let id = exec.call_id().to_string();
             self.log.lock().unwrap().push(format!("start {id}"));
-            if let Some(gate) = &self.gate {
+            if let (Some(gate), true) = (&self.gate, self.stubborn) {
+                drop(gate.acquire().await);
+            } else if let Some(gate) = &self.gate {
                 tokio::select! {
                     permit = gate.acquire() => drop(permit),
                     () = exec.signal().cancelled() => {}

@@ -2,4 +2,6 @@ mod harness;
 mod normalize;
 mod scripted;
 
+mod cancel;
+mod tools;
 mod turns;
