@@ -151,23 +151,25 @@ mod tests {
             .await
             .unwrap();
         let system = render_prompt(&assembly).unwrap();
-        let expected_head = "You are an AI agent powered by DeepSeek Harness.\n\n\
-            You are a careful software engineering agent. You run the deepseek-v4-flash model \
-            through the deepseek-official provider, on linux (x86_64), in the working directory \
-            /work/app. Today is 2026-03-04.\n\nHow you work:\n";
-        assert!(system.starts_with(expected_head), "{system}");
-        for rule in [
-            "before editing",
-            "not to\nprint",
-            "tests or build",
-            "Stop and ask",
-        ] {
-            assert!(
-                system.contains(rule)
-                    || system.replace('\n', " ").contains(&rule.replace('\n', " ")),
-                "{rule}"
-            );
-        }
+        let persona = PERSONA_TEMPLATE
+            .replace("{{model}}", "deepseek-v4-flash")
+            .replace("{{provider}}", "deepseek-official")
+            .replace("{{platform}}", "linux (x86_64)")
+            .replace("{{cwd}}", "/work/app")
+            .replace("{{date}}", "2026-03-04");
+        assert_eq!(
+            system,
+            format!("{}\n\n{persona}", dsh_prompt::HARNESS_IDENTITY)
+        );
+        assert!(persona.starts_with(
+            "You are a careful software engineering agent. You run the deepseek-v4-flash model \
+             through the deepseek-official provider, on linux (x86_64), in the working directory \
+             /work/app. Today is 2026-03-04.\n\nHow you work:\n"
+        ));
+        assert!(
+            !persona.contains("{{"),
+            "every variable is filled: {persona}"
+        );
     }
 
     #[tokio::test]

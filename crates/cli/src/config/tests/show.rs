@@ -1,0 +1,95 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn show_prints_provenance_and_hides_secrets() {
+    let settings = load_with(
+        VALID,
+        &[
+            ("DSH_MODEL", "qwen3-coder"),
+            ("LOCAL_KEY", "sk-local-secret"),
+            ("DEEPSEEK_API_KEY", "sk-ds-secret"),
+        ],
+        &Overrides {
+            approval: Some(ApprovalPolicy::Auto),
+            ..Overrides::default()
+        },
+    )
+    .unwrap();
+    let text = render_text(&settings);
+    let json = render_json(&settings).to_string();
+    for out in [&text, &json] {
+        assert!(
+            !out.contains("sk-local-secret") && !out.contains("sk-ds-secret"),
+            "{out}"
+        );
+        assert!(!out.contains("\"dsh\""), "header values are hidden: {out}");
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let line = |prefix: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("no line {prefix:?} in\n{text}"))
+    };
+    assert_eq!(line("model = "), "model = \"qwen3-coder\" # env DSH_MODEL");
+    assert_eq!(
+        line("provider = "),
+        "provider = \"local\" # settings.toml:3"
+    );
+    assert_eq!(line("policy = "), "policy = \"auto\" # flag --approval");
+    assert_eq!(line("mode = "), "mode = \"read-only\" # settings.toml:31");
+    assert_eq!(
+        line("headers.X-Title"),
+        "headers.X-Title = <hidden> # settings.toml:9"
+    );
+    assert!(
+        text.contains("api_key = set (from env DEEPSEEK_API_KEY)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("api_key = set (from env LOCAL_KEY)\n"),
+        "{text}"
+    );
+    assert!(text.contains("api_key = not set\n"), "{text}");
+    assert_eq!(
+        line("rules[0]"),
+        "rules[0] = allow bash command_prefix \"cargo test\" # settings.toml:26"
+    );
+    assert_eq!(
+        line("plugins[3]"),
+        "plugins[3] = \"audit\" plugin \"audit-log\", disabled, config null # settings.toml:45"
+    );
+
+    let value = render_json(&settings);
+    assert_eq!(
+        value["model"]["model"],
+        json!({"value": "qwen3-coder", "source": "env DSH_MODEL"})
+    );
+    assert_eq!(
+        value["providers"][0]["api_key"],
+        json!({"status": "set", "env": "DEEPSEEK_API_KEY"})
+    );
+    assert_eq!(
+        value["providers"][2]["headers"]["X-Title"],
+        json!({"value": "<hidden>", "source": "settings.toml:9"})
+    );
+    assert_eq!(
+        value["approval"]["rules"][1],
+        json!({"value": {"action": "deny", "tool": "write", "path": "secrets/**"}, "source": "settings.toml:27"})
+    );
+    assert_eq!(
+        value["composition"][2],
+        json!({"id": "tools", "plugin": "tools", "config": {"max_parallel": 4}, "disabled": false, "source": "settings.toml:41"})
+    );
+}
+
+#[test]
+fn secret_looking_plugin_config_fields_are_hidden() {
+    let config = json!({"apiKey": "k", "api_key_env": "VAR", "nested": [{"authToken": "t", "port": 1}], "password": null});
+    assert_eq!(
+        crate::config::show::redact(&config),
+        json!({"apiKey": "<hidden>", "api_key_env": "VAR", "nested": [{"authToken": "<hidden>", "port": 1}], "password": null})
+    );
+}
