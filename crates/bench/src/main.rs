@@ -6,7 +6,11 @@
 
 mod derive_messages;
 mod session_append;
+mod session_list;
+mod session_resume;
 mod stats;
+mod store_append;
+mod workload;
 
 use std::process::ExitCode;
 
@@ -27,6 +31,21 @@ const BENCHES: &[Bench] = &[
         name: "derive-messages",
         about: "Session::derive_messages of a 10k-message log (budget: <= 5 ms)",
         run: derive_messages::run,
+    },
+    Bench {
+        name: "store-append",
+        about: "100k streamed chunks into a persisted session (budget: >= 200,000 events/s)",
+        run: store_append::run,
+    },
+    Bench {
+        name: "session-resume",
+        about: "resume a 100k-event session from disk (budget: <= 150 ms)",
+        run: session_resume::run,
+    },
+    Bench {
+        name: "session-list",
+        about: "list 10k stored sessions with a fresh index (budget: <= 50 ms)",
+        run: session_list::run,
     },
 ];
 

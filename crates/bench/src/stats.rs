@@ -30,3 +30,18 @@ pub fn report(bench: &str, case: &str, summary: &Summary) {
     );
     println!("    command: cargo run --release -p dsh-bench -- {bench}");
 }
+
+/// Like [`report`], for samples that each timed `items` operations: adds the rate at the
+/// median (and at the p90 time, the slower figure).
+pub fn report_rate(bench: &str, case: &str, items: u64, summary: &Summary) {
+    let rate = |d: Duration| items as f64 / d.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!(
+        "{case:<44} median {:>10.3?}  p90 {:>10.3?}  ({} samples)  {:.0}/s at median, {:.0}/s at p90",
+        summary.median,
+        summary.p90,
+        summary.samples,
+        rate(summary.median),
+        rate(summary.p90)
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {bench}");
+}
