@@ -153,6 +153,14 @@ pub struct MaintenanceTask<T> {
     join: tokio::task::JoinHandle<T>,
 }
 
+impl<T> fmt::Debug for MaintenanceTask<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MaintenanceTask")
+            .field("finished", &self.join.is_finished())
+            .finish()
+    }
+}
+
 impl<T> Future for MaintenanceTask<T> {
     type Output = Result<T, AgentError>;
 
