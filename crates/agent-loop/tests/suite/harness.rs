@@ -32,6 +32,7 @@ pub struct Harness {
     pub prompt: Arc<SystemPrompt>,
     pub agent_loop: Arc<AgentLoop>,
     pub model: Arc<ScriptedModel>,
+    pub loop_ctx: Context,
 }
 
 impl Harness {
@@ -73,7 +74,13 @@ impl Harness {
             prompt,
             agent_loop,
             model,
+            loop_ctx,
         }
+    }
+
+    /// The fiber the loop plugin lives on.
+    pub fn agent_loop_fiber(&self) -> dsh_kernel::Fiber {
+        self.loop_ctx.fiber().clone()
     }
 
     pub fn options() -> AgentOptions {

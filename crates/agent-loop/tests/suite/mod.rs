@@ -3,5 +3,6 @@ mod normalize;
 mod scripted;
 
 mod cancel;
+mod lifecycle;
 mod tools;
 mod turns;
