@@ -6,6 +6,36 @@
 //! or nothing: a problem anywhere is a [`ConfigError`] naming the file and line (or the env
 //! var or flag), the full key, and what was expected; unknown keys get a "did you mean".
 //!
+//! ```toml
+//! [model]
+//! provider = "deepseek-official"        # a route below
+//! model = "deepseek-v4-pro"
+//!
+//! [providers.local]                     # a new OpenAI-compatible route
+//! base_url = "http://127.0.0.1:8080/v1"
+//! api_key_env = "LOCAL_API_KEY"         # the variable's name, never the key
+//! compat = { max_tokens_field = "max_completion_tokens" }
+//! models = [{ id = "qwen3-coder", context_window = 131072, input = ["text"] }]
+//!
+//! [approval]
+//! policy = "ask"                        # ask | never | auto
+//! rules = [
+//!   { action = "allow", tool = "bash", command_prefix = "cargo test" },
+//!   { action = "deny", tool = "write", path = "secrets/**" },
+//! ]
+//!
+//! [sandbox]
+//! mode = "workspace-write"              # read-only | workspace-write | danger-full-access
+//!
+//! [tools.web_fetch]
+//! enabled = true
+//! allow_private = false
+//!
+//! [[plugins]]                           # patch a composition row by id
+//! id = "tools"
+//! config = { }
+//! ```
+//!
 //! Secrets never enter the settings: a provider names the variable that holds its key and
 //! only the variable's presence is recorded ([`ApiKeyStatus`]).
 

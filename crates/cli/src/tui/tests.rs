@@ -402,3 +402,22 @@ fn an_approval_prompt_on_the_full_screen() {
          deepseek-v4-flash (deepseek-official) · 10k in / 12 out · c…"
     );
 }
+
+#[test]
+fn images_in_prompts_are_marked_and_plugin_messages_hidden() {
+    let mut log = Log::default();
+    log.add(
+        "user/message",
+        json!({"id": "u1", "role": "user", "source": {"kind": "user"},
+            "content": [{"type": "text", "text": "What is this?"}, {"type": "image", "attachment": {"id": "a1"}}]}),
+    )
+    .add(
+        "user/message",
+        json!({"id": "u2", "role": "user", "source": {"kind": "plugin", "plugin": "dsh-instructions", "form": "instructions"},
+            "content": [{"type": "text", "text": "Instructions for this workspace"}]}),
+    );
+    assert_eq!(
+        draw(30, 2, TranscriptView::new(&log.transcript())),
+        "\n› What is this? [image]"
+    );
+}

@@ -220,9 +220,17 @@ impl Transcript {
             }
             EventData::UserMessage(message) => {
                 if matches!(message.source, MessageSource::User { .. }) {
-                    self.entries.push(Entry::User {
-                        text: message.text(),
-                    });
+                    let mut text = message.text();
+                    for block in &message.content {
+                        if matches!(block, ContentBlock::Image { .. }) {
+                            text.push_str(if text.is_empty() {
+                                "[image]"
+                            } else {
+                                " [image]"
+                            });
+                        }
+                    }
+                    self.entries.push(Entry::User { text });
                 }
             }
             EventData::AssistantChunk(chunk) => self.apply_chunk(&chunk.chunk),
