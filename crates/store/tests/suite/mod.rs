@@ -1,5 +1,6 @@
 mod common;
 mod damage;
+mod durable;
 mod fixtures;
 mod listing;
 mod packing;
