@@ -183,9 +183,13 @@ impl Scheduler<'_> {
                     }
                     Prepared::Ready(ready) => {
                         let tools = self.tools.clone();
+                        // The body keeps the initiator (tools may create sub-agents).
+                        let work = initiator::with_initiator(self.subject.clone(), async move {
+                            tools.dispatch(ready).await
+                        });
                         pool.push(Dispatch {
                             index: started,
-                            join: tokio::spawn(async move { tools.dispatch(ready).await }),
+                            join: tokio::spawn(work),
                         });
                     }
                 }

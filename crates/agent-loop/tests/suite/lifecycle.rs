@@ -433,3 +433,40 @@ async fn unloading_the_loop_disposes_its_agents() {
         .unwrap_err();
     assert_eq!(err.code(), "NO_AGENT_FACTORY");
 }
+
+#[tokio::test]
+async fn a_resumed_agent_does_not_resend_a_retained_runtime_context() {
+    let h = Harness::new();
+    let store = mount_store(&h);
+    h.prompt
+        .context(&h.root, dsh_prompt::ContextEntry::new("mode", 1.0, "plan"))
+        .unwrap()
+        .forget();
+    h.model.push(text("one"));
+    let first = h.agent("s1").await;
+    first.agent().followup(msg("a")).unwrap();
+    first.agent().when_idle().await;
+    store.save(first.agent().session());
+    first.dispose().await;
+    let resumed = h
+        .registry
+        .resume(&h.root, {
+            let mut options = ResumeAgentOptions::new("s1".into());
+            options.agent_options = Harness::options();
+            options
+        })
+        .await
+        .unwrap();
+    h.model.push(text("two"));
+    resumed.agent().followup(msg("b")).unwrap();
+    resumed.agent().when_idle().await;
+    let users: Vec<String> = outline(resumed.agent().session())
+        .into_iter()
+        .filter(|l| l.starts_with("user:"))
+        .map(|l| l.chars().take(30).collect())
+        .collect();
+    assert_eq!(
+        users,
+        ["user: a", "user: Current runtime context.", "user: b"]
+    );
+}

@@ -3,6 +3,7 @@ mod normalize;
 mod scripted;
 
 mod cancel;
+mod contracts;
 mod lifecycle;
 mod tools;
 mod turns;

@@ -1,0 +1,263 @@
+//! Cross-cutting contracts: model-visible ⇔ recorded, runtime-context snapshots, failure
+//! paths that must not kill the loop, and the initiator seen by tools.
+
+use super::harness::{Harness, Log, TestTool};
+use super::normalize::outline;
+use super::scripted::{failure, text, tool_calls};
+use super::turns::msg;
+use dsh_agent::{
+    agent_of, current_initiator, AgentOptions, AgentRequest, RequestError, RequestErrorAction,
+};
+use dsh_kernel::ListenOptions;
+use dsh_llm::LlmStream;
+use dsh_prompt::{ContextEntry, PromptText};
+use dsh_protocol::{EpochHeader, StreamChunk};
+use dsh_tools::{Tool, ToolExecution, ToolFailure};
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[tokio::test]
+async fn every_request_is_rebuildable_from_the_log() {
+    let h = Harness::new();
+    let log = Log::default();
+    h.register(TestTool::new("echo", &log).arc());
+    let checked: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let (sessions, seen) = (h.sessions.clone(), checked.clone());
+    h.root
+        .on_waterfall_with::<LlmStream, _, _>(ListenOptions::prepend(), move |request, next| {
+            let session = sessions.get(request.session_id.as_ref().unwrap()).unwrap();
+            let header = session.request_header().unwrap();
+            let rebuilt = EpochHeader {
+                config: request.config.clone(),
+                adapter_defaults: header.adapter_defaults,
+                system: request.system.clone(),
+                tools: request.tools.clone(),
+            };
+            let step_open = outline(&session)
+                .iter()
+                .rev()
+                .find(|l| l.starts_with("step/"))
+                .is_some_and(|l| l.starts_with("step/start"));
+            let same =
+                request.messages == session.derive_messages() && *header == rebuilt && step_open;
+            seen.lock().unwrap().push(same);
+            next.run()
+        })
+        .unwrap()
+        .forget();
+    h.model
+        .push(tool_calls(&[("c1", "echo", r#"{"text":"x"}"#)]));
+    h.model.push(failure("SERVER"));
+    h.model.push(text("done"));
+    let agent = h.agent("s1").await.agent().clone();
+    agent
+        .ctx()
+        .on_waterfall::<RequestError, _, _>(|_, _| async { Ok(Some(RequestErrorAction::Retry)) })
+        .unwrap()
+        .forget();
+    agent.followup(msg("go")).unwrap();
+    agent.when_idle().await;
+    assert_eq!(*checked.lock().unwrap(), [true, true, true]);
+}
+
+#[tokio::test]
+async fn runtime_context_is_logged_only_when_it_changes() {
+    let h = Harness::new();
+    let mode = Arc::new(Mutex::new("plan".to_string()));
+    let current = mode.clone();
+    h.prompt
+        .context(
+            &h.root,
+            ContextEntry::new(
+                "mode",
+                1.0,
+                PromptText::dynamic(move |_| current.lock().unwrap().clone()),
+            ),
+        )
+        .unwrap()
+        .forget();
+    let agent = h.agent("s1").await.agent().clone();
+    for (prompt, next_mode) in [("a", "plan"), ("b", ""), ("c", ""), ("d", "build")] {
+        *mode.lock().unwrap() = next_mode.to_string();
+        h.model.push(text("ok"));
+        agent.followup(msg(prompt)).unwrap();
+        agent.when_idle().await;
+    }
+    let users: Vec<String> = outline(agent.session())
+        .into_iter()
+        .filter(|l| l.starts_with("user:"))
+        .collect();
+    let snapshot = |m: &str| {
+        format!("user: Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n{m}")
+    };
+    assert_eq!(
+        users,
+        [
+            "user: a".to_string(),
+            snapshot("plan"),
+            "user: b".into(),
+            "user: Current runtime context: none. Earlier runtime-context snapshots no longer apply.".into(),
+            "user: c".into(),
+            "user: d".into(),
+            snapshot("build"),
+        ]
+    );
+    let events = agent.session().events();
+    let first_snapshot = events.iter().find(|e| outline_is_snapshot(e)).unwrap();
+    let value = serde_json::to_value(&**first_snapshot).unwrap();
+    assert_eq!(
+        value["data"]["source"],
+        json!({"kind": "plugin", "plugin": "@deepseek-ai/dsh-system-prompt", "form": "snapshot", "sections": [{"name": "mode", "text": "plan"}]})
+    );
+}
+
+fn outline_is_snapshot(event: &dsh_session::SessionEvent) -> bool {
+    matches!(&event.data, dsh_session::EventData::UserMessage(m) if dsh_prompt::is_runtime_context_message(m))
+}
+
+#[tokio::test]
+async fn a_failing_listener_errors_the_turn_but_not_the_loop() {
+    let h = Harness::new();
+    let agent = h.agent("s1").await.agent().clone();
+    let fail_once = Arc::new(AtomicBool::new(true));
+    let flag = fail_once.clone();
+    agent
+        .ctx()
+        .on_waterfall::<AgentRequest, _, _>(move |_, next| {
+            let fail = flag.swap(false, Ordering::SeqCst);
+            async move {
+                if fail {
+                    return Err("boom".into());
+                }
+                next.run().await
+            }
+        })
+        .unwrap()
+        .forget();
+    let live = h.record();
+    agent.followup(msg("a")).unwrap();
+    agent.when_idle().await;
+    h.model.push(text("fine"));
+    agent.followup(msg("b")).unwrap();
+    agent.when_idle().await;
+    let ends: Vec<String> = outline(agent.session())
+        .into_iter()
+        .filter(|l| l.starts_with("turn/end"))
+        .collect();
+    assert_eq!(ends, ["turn/end 1 error UNKNOWN", "turn/end 2 completed"]);
+    assert!(live
+        .lock()
+        .unwrap()
+        .contains(&"agent/error UNKNOWN".to_string()));
+    let events = agent.session().events();
+    let end = events.iter().find(|e| e.type_name() == "turn/end").unwrap();
+    assert_eq!(
+        end.data.to_value()["reason"],
+        json!({"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}})
+    );
+}
+
+#[tokio::test]
+async fn a_missing_model_is_a_turn_error() {
+    let h = Harness::new();
+    let agent = h
+        .agent_with(
+            "s1",
+            AgentOptions {
+                provider: Some("mock".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .agent()
+        .clone();
+    agent.followup(msg("a")).unwrap();
+    agent.when_idle().await;
+    let last = agent.session().last_event().unwrap();
+    let reason = last.data.to_value()["reason"].clone();
+    assert_eq!(reason["kind"], "error");
+    assert!(reason["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no model"));
+}
+
+#[tokio::test]
+async fn a_route_without_adapter_can_be_served_by_stream_middleware() {
+    let h = Harness::new();
+    h.root
+        .on_waterfall::<LlmStream, _, _>(|request, next| async move {
+            if request.config.provider != "custom" {
+                return next.run().await;
+            }
+            let chunks =
+                super::scripted::text_chunks("from middleware", dsh_protocol::FinishReason::Stop);
+            Ok(futures_util::stream::iter(
+                chunks.into_iter().map(Ok::<StreamChunk, dsh_llm::LlmError>),
+            )
+            .boxed())
+        })
+        .unwrap()
+        .forget();
+    let agent = h
+        .agent_with("s1", AgentOptions::new("custom", "x"))
+        .await
+        .agent()
+        .clone();
+    agent.followup(msg("a")).unwrap();
+    agent.when_idle().await;
+    let lines = outline(agent.session());
+    assert!(
+        lines.contains(&"assistant: from middleware +usage cites [7, 8, 9, 10, 11]".to_string()),
+        "{lines:#?}"
+    );
+    assert_eq!(lines.last().unwrap(), "turn/end 1 completed");
+}
+
+/// Reports which agent the tool sees, through the execution and the ambient initiator.
+struct WhoAmI;
+
+impl Tool for WhoAmI {
+    fn name(&self) -> &str {
+        "whoami"
+    }
+    fn description(&self) -> String {
+        "who runs me".into()
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn execute<'a>(
+        &'a self,
+        _args: Value,
+        exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let from_exec = agent_of(exec).map(|a| a.id().to_string());
+            let ambient = current_initiator().map(|a| a.id().to_string());
+            Ok(json!(format!("{from_exec:?} {ambient:?}")))
+        })
+    }
+}
+
+#[tokio::test]
+async fn tools_see_their_agent_through_the_execution_and_the_initiator() {
+    let h = Harness::new();
+    h.register(Arc::new(WhoAmI));
+    h.model.push(tool_calls(&[("c1", "whoami", "{}")]));
+    h.model.push(text("done"));
+    let agent = h.agent("s1").await.agent().clone();
+    agent.followup(msg("a")).unwrap();
+    agent.when_idle().await;
+    let results: Vec<String> = outline(agent.session())
+        .into_iter()
+        .filter(|l| l.starts_with("tool/result"))
+        .collect();
+    assert_eq!(
+        results,
+        ["tool/result Some(\"s1\") Some(\"s1\") cites [12]"]
+    );
+}
