@@ -124,7 +124,7 @@ fn aborted_reason(signal: &AbortSignal) -> TurnEndReason {
     }
 }
 
-/// Ends an activity when the driver future finishes or is dropped.
+/// Ends an activity when the driver future finishes or is dropped (even unpolled).
 struct ActivityGuard(Arc<ReactLoopAgent>);
 
 impl Drop for ActivityGuard {
@@ -191,8 +191,13 @@ impl ReactLoopAgent {
         self.status.drain(&self.events);
         let subject = self.as_dyn();
         let first = initiator::sync_with_initiator(subject.clone(), || self.open_turn());
+        // Created before spawning: even a driver future that is never polled converges.
+        let activity = ActivityGuard(self.clone());
         let driver = self.clone();
-        let work = initiator::with_initiator(subject, async move { driver.drive(first).await });
+        let work = initiator::with_initiator(subject, async move {
+            let _activity = activity;
+            driver.drive(first).await;
+        });
         if let Some(runtime) = runtime {
             runtime.spawn(work);
         }
@@ -201,7 +206,6 @@ impl ReactLoopAgent {
 
     /// The activity: `while (await turn()) {}`, then converge to idle.
     async fn drive(self: Arc<Self>, first: Option<OpenTurn>) {
-        let _activity = ActivityGuard(self.clone());
         let mut next = first;
         while let Some(open) = next.take() {
             if !self.run_turn(open).await {

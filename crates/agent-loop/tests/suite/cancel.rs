@@ -288,3 +288,34 @@ async fn keep_inbox_cancels_the_turn_but_keeps_pending_work() {
         .unwrap();
     assert!(!has(&agent, "turn/start 4"));
 }
+
+#[test]
+fn dropping_the_driver_mid_turn_still_leaves_a_balanced_log() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (h, agent) = runtime.block_on(async {
+        let h = Harness::new();
+        h.model
+            .push(Reply::HangAfter(text_chunks("half", FinishReason::Stop), 2));
+        let agent = h.agent("s1").await.agent().clone();
+        agent.followup(msg("a")).unwrap();
+        until(|| has(&agent, "chunk text-delta")).await;
+        (h, agent)
+    });
+    // Shutting the runtime down drops the driver future mid-stream.
+    drop(runtime);
+    assert_eq!(
+        outline(agent.session())[7..],
+        [
+            "chunk block-start",
+            "chunk text-delta",
+            "assistant (interrupted): half cites [7, 8]",
+            "step/end 1.1",
+            "turn/end 1 aborted disposed",
+        ]
+    );
+    assert_eq!(agent.status(), AgentStatus::Idle);
+    drop(h);
+}
