@@ -13,19 +13,12 @@ pub enum LoopError {
     /// The request config has no provider or no model after `agent/request`.
     #[error("the model request has no {field}; set it in the agent options or an agent/request listener")]
     MissingRoute { field: &'static str },
-    /// A listener of an `agent/*` event failed.
-    #[error("{event} listener failed: {message}")]
-    Listener {
-        event: &'static str,
-        message: String,
-    },
 }
 
 impl LoopError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::MissingRoute { .. } => "MISSING_ROUTE",
-            Self::Listener { .. } => "LISTENER_FAILED",
         }
     }
 }

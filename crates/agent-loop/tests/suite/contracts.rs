@@ -261,3 +261,49 @@ async fn tools_see_their_agent_through_the_execution_and_the_initiator() {
         ["tool/result Some(\"s1\") Some(\"s1\") cites [12]"]
     );
 }
+
+#[tokio::test]
+async fn model_selection_switches_the_next_step_and_is_logged() {
+    use dsh_agent::{install_model_selection, ModelSelection, ModelSelectionRef};
+    let h = Harness::new();
+    h.prompt
+        .section(
+            &h.root,
+            dsh_prompt::Section::new("who", 1.0, "I am {{model}}"),
+        )
+        .unwrap()
+        .forget();
+    let agent = h.agent("s1").await.agent().clone();
+    let selection = Arc::new(ModelSelectionRef::new(None));
+    for d in install_model_selection(agent.ctx(), selection.clone()).unwrap() {
+        d.forget();
+    }
+    h.model.push(text("one"));
+    agent.followup(msg("a")).unwrap();
+    agent.when_idle().await;
+    selection.set(Some(ModelSelection {
+        provider: "mock".into(),
+        model: "m2".into(),
+        reasoning_effort: None,
+    }));
+    h.model.push(text("two"));
+    agent.followup(msg("b")).unwrap();
+    agent.when_idle().await;
+    let requests = h.model.requests();
+    assert_eq!(requests[0].config.model, "m");
+    assert_eq!(requests[1].config.model, "m2");
+    assert!(requests[1].system.as_deref().unwrap().ends_with("I am m2"));
+    let headers: Vec<String> = outline(agent.session())
+        .into_iter()
+        .filter(|l| l.starts_with("request/"))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            "request/header initial",
+            "request/context mock/m",
+            "request/header change",
+            "request/context mock/m2"
+        ]
+    );
+}
