@@ -18,6 +18,7 @@
 //! plus a private mount namespace that keeps `.git` read-only), with credentials scrubbed from
 //! their environment and known secret values scrubbed from their output.
 
+pub mod approval;
 pub mod bash;
 mod env;
 mod error;
@@ -35,6 +36,10 @@ pub mod todo;
 mod tool;
 pub mod web_fetch;
 
+pub use approval::{
+    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalPolicy, ApprovalRequest,
+    ApprovalRule, ApprovalSettings, Approvals, PermissionPreset, SessionSafety,
+};
 pub use bash::{Bash, BashArgs};
 pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
 pub use error::{EditCandidate, ToolError};

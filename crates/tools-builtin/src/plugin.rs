@@ -84,8 +84,7 @@ impl BuiltinToolsConfig {
         let default_on = |name: &str| name != WebFetch::NAME || web_fetch;
         let known = |name: &str| {
             BUILTIN_TOOL_NAMES
-                .iter()
-                .any(|known| *known == name)
+                .contains(&name)
                 .then_some(())
                 .ok_or_else(|| BuiltinToolsError::UnknownTool { name: name.into() })
         };
