@@ -93,6 +93,7 @@ impl ReactLoopAgent {
             state: Mutex::new(DriverState {
                 phase: Phase::Idle { last_turn },
                 reported: AgentStatus::Idle,
+                activity: 0,
             }),
             status: StatusReporter::default(),
             busy,
@@ -176,7 +177,7 @@ impl Agent for ReactLoopAgent {
 
     fn begin_maintenance(&self) -> Result<MaintenanceLease, AgentError> {
         let abort = AbortSignal::new();
-        {
+        let activity = {
             let mut state = lock(&self.state);
             let Phase::Idle { last_turn } = state.phase else {
                 return Err(AgentError::Busy {
@@ -188,12 +189,14 @@ impl Agent for ReactLoopAgent {
                 last_turn,
                 wake_requested: false,
             };
+            state.activity += 1;
             self.busy.send_replace(true);
-        }
+            state.activity
+        };
         let weak = self.weak.clone();
         Ok(MaintenanceLease::new(abort, move || {
             if let Some(agent) = weak.upgrade() {
-                agent.finish_activity();
+                agent.finish_activity(activity);
             }
         }))
     }

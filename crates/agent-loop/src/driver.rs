@@ -125,11 +125,11 @@ fn aborted_reason(signal: &AbortSignal) -> TurnEndReason {
 }
 
 /// Ends an activity when the driver future finishes or is dropped (even unpolled).
-struct ActivityGuard(Arc<ReactLoopAgent>);
+struct ActivityGuard(Arc<ReactLoopAgent>, u64);
 
 impl Drop for ActivityGuard {
     fn drop(&mut self) {
-        self.0.finish_activity();
+        self.0.finish_activity(self.1);
     }
 }
 
@@ -156,7 +156,7 @@ impl ReactLoopAgent {
             .runtime
             .clone()
             .or_else(|| tokio::runtime::Handle::try_current().ok());
-        {
+        let activity = {
             let mut state = lock(&self.state);
             match &mut state.phase {
                 Phase::Idle { last_turn } => {
@@ -171,6 +171,8 @@ impl ReactLoopAgent {
                     };
                     self.status.transition(&mut state);
                     self.busy.send_replace(true);
+                    state.activity += 1;
+                    state.activity
                 }
                 phase => {
                     // Never latch during teardown; a live driver claims at its boundaries.
@@ -187,12 +189,12 @@ impl ReactLoopAgent {
                     return Ok(());
                 }
             }
-        }
+        };
         self.status.drain(&self.events);
         let subject = self.as_dyn();
         let first = initiator::sync_with_initiator(subject.clone(), || self.open_turn());
         // Created before spawning: even a driver future that is never polled converges.
-        let activity = ActivityGuard(self.clone());
+        let activity = ActivityGuard(self.clone(), activity);
         let driver = self.clone();
         let work = initiator::with_initiator(subject, async move {
             let _activity = activity;
@@ -217,9 +219,12 @@ impl ReactLoopAgent {
 
     /// Phase → idle; replay a latched wake if work is still pending; resolve `when_idle`
     /// only when no replacement activity started.
-    pub(crate) fn finish_activity(self: &Arc<Self>) {
+    pub(crate) fn finish_activity(self: &Arc<Self>, activity: u64) {
         let latched = {
             let mut state = lock(&self.state);
+            if state.activity != activity {
+                return; // a newer activity owns the phase
+            }
             let (last_turn, latched) = match &state.phase {
                 Phase::Idle { .. } => return,
                 Phase::Running {
@@ -329,10 +334,20 @@ impl ReactLoopAgent {
         let Some(Flow::Break) = flow else {
             return false;
         };
+        let mut state = lock(&self.state);
         if !self.inbox.has_pending() {
+            // Decided under the state lock: a waking send either lands before this check
+            // (and is run by the next turn) or finds the agent idle (and starts a new
+            // activity). Without this, a send racing the driver's exit could be parked.
+            if let Phase::Running { turn, .. } = state.phase {
+                state.phase = Phase::Idle { last_turn: turn };
+                self.status.transition(&mut state);
+                self.busy.send_replace(false);
+            }
+            drop(state);
+            self.status.drain(&self.events);
             return false;
         }
-        let mut state = lock(&self.state);
         match &mut state.phase {
             // A cancel that raced the close of this turn stops the driver instead of
             // being swallowed by the fresh signal.

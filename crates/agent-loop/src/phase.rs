@@ -64,6 +64,8 @@ impl Phase {
 pub(crate) struct DriverState {
     pub(crate) phase: Phase,
     pub(crate) reported: AgentStatus,
+    /// Identifies the current activity, so a finishing activity never ends a newer one.
+    pub(crate) activity: u64,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -453,3 +453,39 @@ async fn headers_are_logged_first_then_only_when_they_change() {
     );
     assert_eq!(h.model.requests()[2].config.temperature, Some(0.5));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_on_a_multi_threaded_runtime_stay_one_turn_per_followup() {
+    let h = Harness::new();
+    let agent = h.agent("s1").await.agent().clone();
+    for round in 0..5 {
+        for i in 0..4 {
+            h.model.push(text("ok"));
+            agent.followup(msg(&format!("r{round}-{i}"))).unwrap();
+        }
+        if round % 2 == 1 {
+            h.model.push(text("ok"));
+            agent.steer(msg(&format!("steer{round}"))).unwrap();
+        }
+        agent.when_idle().await;
+    }
+    let lines = outline(agent.session());
+    let starts = lines.iter().filter(|l| l.starts_with("turn/start")).count();
+    let ends: Vec<&String> = lines.iter().filter(|l| l.starts_with("turn/end")).collect();
+    // A steer lands in the running turn, or opens its own turn if the driver already idled.
+    assert!((20..=22).contains(&starts), "{starts}");
+    assert_eq!(ends.len(), starts);
+    assert!(ends.iter().all(|l| l.ends_with("completed")), "{ends:?}");
+    let prompts: Vec<&String> = lines.iter().filter(|l| l.starts_with("user: r")).collect();
+    let expected: Vec<String> = (0..5)
+        .flat_map(|r| (0..4).map(move |i| format!("user: r{r}-{i}")))
+        .collect();
+    assert_eq!(prompts, expected.iter().collect::<Vec<_>>());
+    for (i, line) in lines
+        .iter()
+        .filter(|l| l.starts_with("turn/start"))
+        .enumerate()
+    {
+        assert_eq!(*line, format!("turn/start {}", i + 1));
+    }
+}
