@@ -9,6 +9,42 @@
 //!
 //! Every await of a turn is raced against the turn's abort signal, and every boundary the
 //! loop opens is closed by a guard, so cancellation at any point leaves a balanced log.
+//!
+//! Mounting by hand (a composition does the same through the plugins):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use dsh_agent::{AgentOptions, AgentRegistry, CreateAgentOptions};
+//! use dsh_agent_loop::{AgentLoop, AgentLoopConfig};
+//! use dsh_kernel::Context;
+//! use dsh_llm::LlmRuntime;
+//! use dsh_prompt::{SystemPromptConfig, SystemPromptPlugin};
+//! use dsh_protocol::Message;
+//! use dsh_session::SessionStore;
+//! use dsh_tools::ToolRuntime;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let root = Context::root();
+//! root.plugin::<SystemPromptPlugin>(SystemPromptConfig::default())?;
+//! root.provide(Arc::new(SessionStore::new(&root)))?.forget();
+//! let llm = LlmRuntime::install(&root)?;
+//! root.provide(ToolRuntime::new(&root))?.forget();
+//! let agents = AgentRegistry::install(&root)?;
+//! AgentLoop::install(&root.child("agent-loop")?, AgentLoopConfig::default())?;
+//! // llm.register_adapter(&root, ["deepseek-official"], adapter, policy)?;
+//! # let _ = llm;
+//! let handle = agents
+//!     .create(&root, CreateAgentOptions {
+//!         agent_options: AgentOptions::new("deepseek-official", "deepseek-v4-flash"),
+//!         ..Default::default()
+//!     })
+//!     .await?;
+//! handle.agent().followup(Message::user_text("hello"))?;
+//! handle.agent().when_idle().await;
+//! handle.dispose().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod agent;
 mod config;
