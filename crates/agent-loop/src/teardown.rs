@@ -10,7 +10,7 @@ use crate::factory::LoopInner;
 use crate::phase::lock;
 use dsh_agent::{Agent, AgentCancelCause, AgentError, CancelOptions, RegistryExit};
 use dsh_kernel::Disposer;
-use dsh_session::Detach;
+use dsh_session::{Detach, SessionStore};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio_util::sync::CancellationToken;
@@ -138,6 +138,15 @@ async fn teardown(lifecycle: Arc<Lifecycle>) {
             tracing::warn!(agent = %agent.id(), %error, "could not cancel the inbox during disposal");
         }
         agent.when_idle().await;
+        // The turn's closing events and the canceled inbox splices must be durable before
+        // `dispose()` resolves: a process that exits right after disposing an agent must not
+        // lose its tail. Persistence takes part through `session/flush`; without a
+        // persistence plugin this is a no-op.
+        if let Some(sessions) = agent.ctx.get::<SessionStore>() {
+            if let Err(error) = sessions.flush(agent.session()).await {
+                tracing::warn!(agent = %agent.id(), %error, "final flush during disposal failed");
+            }
+        }
         agent.ctx.fiber().dispose();
     }
     let exits = std::mem::take(&mut *lock(&lifecycle.exits));
