@@ -1,4 +1,6 @@
 mod bench;
+mod e2e_harness;
+mod e2e_turns;
 mod http;
 mod retry;
 mod server;
