@@ -1,4 +1,6 @@
 mod bench;
+mod e2e_cancel;
+mod e2e_faults;
 mod e2e_harness;
 mod e2e_turns;
 mod http;
