@@ -1,11 +1,13 @@
-//! Cancelling a turn while the model streams (spec §4.4, §4.8; invariant 13): the HTTP
-//! request is dropped at once, and the visible prefix is logged as an interrupted message.
+//! Cancelling a turn while the model streams or a retry waits (spec §4.4, §4.8; invariants
+//! 13, 16): the HTTP request is dropped at once, the visible prefix is logged as an
+//! interrupted message, and a cancelled retry wait never issues its request.
 //!
 //! A small TCP relay sits between the adapter and the mock server and reports when the
 //! adapter's side of a connection closes, which is what the server sees when the request
 //! is dropped; the mock itself stalls and would hold the connection open forever.
 
 use super::e2e_harness::*;
+use super::e2e_turns::usage_spec;
 use dsh_agent::{AgentCancelCause, CancelOptions};
 use dsh_protocol::StreamChunk;
 use dsh_session::EventData;
@@ -187,5 +189,50 @@ async fn cancel_before_visible_text_drops_the_request_and_logs_no_message() {
         ),
     ]);
     assert_log_eq(&e2e.log(), &log);
+    e2e.verify();
+}
+
+#[tokio::test]
+async fn cancelling_during_the_retry_wait_ends_the_turn_aborted_without_a_retry() {
+    let script = Script::new()
+        .respond(Reply::error(429, "Rate limit reached").retry_after("1"))
+        .respond(Reply::text("ok").usage(usage_spec(30, 1)));
+    let e2e = E2e::start(script, Setup::default()).await;
+    e2e.agent.followup(user_msg("hi")).unwrap();
+    // Wait until the retry is logged (its 1 s wait has begun), then cancel.
+    for _ in 0..2000 {
+        let logged = e2e
+            .session()
+            .events()
+            .iter()
+            .any(|e| matches!(e.data, EventData::LlmRetry(_)));
+        if logged {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    e2e.agent
+        .cancel(AgentCancelCause::User, CancelOptions::default())
+        .unwrap();
+    e2e.idle().await;
+    let failure = json!({"message": "Rate limit reached", "code": "RATE_LIMIT", "status": 429,
+        "providerRetryAfterMs": 1000});
+    let mut log = turn_opening("hi", false);
+    let mut s = Seq(7);
+    log.push(s.chunk(1, 1, finish_error(failure.clone())));
+    log.push(s.event(
+        "llm/retry",
+        json!({"retryId": "<id-1>", "turn": 1, "step": 1, "provider": ROUTE, "mode": "normal",
+            "policyKey": fast_key(5), "retry": 1, "maxRetries": 5, "delayMs": 1000, "failure": failure}),
+    ));
+    log.extend([
+        s.event("step/end", json!({"turn": 1, "step": 1})),
+        s.event(
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
+        ),
+    ]);
+    assert_log_eq(&e2e.log(), &log);
+    assert_eq!(e2e.server.requests().len(), 1);
     e2e.verify();
 }

@@ -11,13 +11,6 @@ use dsh_testkit::normalize::normalize_json;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// The policy key of `fast_policy(max)`.
-fn fast_key(max: u32) -> String {
-    format!(
-        "[\"normal\",{max},[\"EMPTY_RESPONSE\",\"RATE_LIMIT\",\"SERVER\",\"TIMEOUT\",\"TRANSPORT\"],5,2000,0.0]"
-    )
-}
-
 /// The answer every recovered attempt streams.
 fn ok_reply() -> Reply {
     Reply::text("ok").usage(usage_spec(30, 1))
@@ -497,5 +490,95 @@ async fn without_the_retry_plugin_a_retryable_failure_is_terminal() {
     log.extend(close_with_error(&mut s, &failure));
     assert_log_eq(&e2e.log(), &log);
     assert_eq!(e2e.server.requests().len(), 1);
+    e2e.verify();
+}
+
+#[tokio::test]
+async fn a_tool_call_cut_mid_arguments_is_never_executed_and_the_retry_is() {
+    let call = || {
+        Reply::tool_call("echo", json!({"text": "hi"}))
+            .arg_chunks(3)
+            .usage(usage_spec(40, 5))
+    };
+    let script = Script::new()
+        .respond(call().with_fault(Fault::Reset {
+            after_chunks: Some(2),
+        }))
+        .respond(call())
+        .respond(ok_reply());
+    let e2e = E2e::start(script, Setup::default().with_tools()).await;
+    e2e.run("hi").await;
+    let failure = json!({"message": "reading the model API response failed", "code": "TRANSPORT"});
+    // The retried attempt is a new response, so the mock gives its call a new id.
+    let (cut, id) = ("call_0_0_6b66fc23", "call_1_0_ed0de658");
+    let delta = |id: &str, text: &str| json!({"type": "tool-call-delta", "index": 0, "id": id, "name": "echo", "argumentsDelta": text});
+    let args = r#"{"text": "hi"}"#;
+    let block = json!({"type": "tool-call", "id": id, "name": "echo", "arguments": args});
+    let mut log = turn_opening("hi", true);
+    let mut s = Seq(7);
+    log.extend([
+        s.chunk(1, 1, block_start(0, "tool-call")),
+        s.chunk(1, 1, delta(cut, "{\"tex")),
+        s.chunk(1, 1, delta(cut, "t\": \"")),
+        s.chunk(1, 1, finish_error(failure.clone())),
+    ]);
+    log.extend(retry_pair(
+        &mut s,
+        "<id-1>",
+        1,
+        (&fast_key(5), 5),
+        json!(5),
+        &failure,
+    ));
+    log.extend([
+        s.chunk(1, 1, block_start(0, "tool-call")),
+        s.chunk(1, 1, delta(id, "{\"tex")),
+        s.chunk(1, 1, delta(id, "t\": \"")),
+        s.chunk(1, 1, delta(id, "hi\"}")),
+        s.chunk(1, 1, block_end(0, block.clone())),
+        s.chunk(1, 1, usage(40, 5, 0)),
+        s.chunk(1, 1, finish("tool-calls")),
+        assistant(
+            &mut s,
+            (1, 1),
+            "<id-2>",
+            json!([block]),
+            Some(usage_json(40, 5, 0)),
+            13..20,
+        ),
+        // Only the completed attempt's call runs.
+        s.event(
+            "tool/call",
+            json!({"turn": 1, "step": 1, "callId": id, "name": "echo", "arguments": args}),
+        ),
+        json!({"type": "tool/result", "seq": s.next(), "surfaceOp": "append",
+            "data": {"turn": 1, "step": 1, "message": {"id": "<id-3>", "role": "user",
+                "content": [{"type": "tool-result", "toolCallId": id,
+                    "content": [{"type": "text", "text": "hi"}], "isError": false}],
+                "source": {"kind": "tool", "callId": id}}},
+            "sourceEventSeqs": [21]}),
+        s.event("step/end", json!({"turn": 1, "step": 1})),
+        s.event("step/start", json!({"turn": 1, "step": 2})),
+        s.chunk(1, 2, block_start(0, "text")),
+        s.chunk(1, 2, text_delta(0, "ok")),
+        s.chunk(1, 2, block_end(0, json!({"type": "text", "text": "ok"}))),
+        s.chunk(1, 2, usage(30, 1, 0)),
+        s.chunk(1, 2, finish("stop")),
+        assistant(
+            &mut s,
+            (1, 2),
+            "<id-4>",
+            json!([{"type": "text", "text": "ok"}]),
+            Some(usage_json(30, 1, 0)),
+            25..30,
+        ),
+        s.event("step/end", json!({"turn": 1, "step": 2})),
+        s.event(
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "completed"}}),
+        ),
+    ]);
+    assert_log_eq(&e2e.log(), &log);
+    assert_eq!(e2e.server.requests().len(), 3);
     e2e.verify();
 }

@@ -276,3 +276,56 @@ async fn parallel_tool_calls_over_many_argument_deltas_then_an_answer() {
     );
     e2e.verify();
 }
+
+#[tokio::test]
+async fn a_length_finish_drops_tool_calls_and_ends_the_turn_max_tokens() {
+    let script = Script::new().respond(
+        Reply::text("Let me")
+            .with_tool_call("echo", json!({"text": "x"}))
+            .finish_reason("length")
+            .usage(usage_spec(40, 5)),
+    );
+    let e2e = E2e::start(script, Setup::default().with_tools()).await;
+    e2e.run("hi").await;
+    let (id, args) = ("call_0_0_6d61fe32", r#"{"text": "x"}"#);
+    let text = json!({"type": "text", "text": "Let me"});
+    let mut log = turn_opening("hi", true);
+    let mut s = Seq(7);
+    log.extend([
+        s.chunk(1, 1, block_start(0, "text")),
+        s.chunk(1, 1, text_delta(0, "Let me")),
+        s.chunk(1, 1, block_start(1, "tool-call")),
+        s.chunk(
+            1,
+            1,
+            json!({"type": "tool-call-delta", "index": 1, "id": id, "name": "echo", "argumentsDelta": args}),
+        ),
+        s.chunk(1, 1, block_end(0, text.clone())),
+        s.chunk(
+            1,
+            1,
+            block_end(
+                1,
+                json!({"type": "tool-call", "id": id, "name": "echo", "arguments": args}),
+            ),
+        ),
+        s.chunk(1, 1, usage(40, 5, 0)),
+        s.chunk(1, 1, finish("max-tokens")),
+        // The capped message keeps its text and drops the call; no tool runs.
+        assistant(
+            &mut s,
+            (1, 1),
+            "<id-1>",
+            json!([text]),
+            Some(usage_json(40, 5, 0)),
+            7..15,
+        ),
+        s.event("step/end", json!({"turn": 1, "step": 1})),
+        s.event(
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "max-tokens"}}),
+        ),
+    ]);
+    assert_log_eq(&e2e.log(), &log);
+    e2e.verify();
+}
