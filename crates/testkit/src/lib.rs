@@ -6,8 +6,11 @@
 //! - [`checks`]: session-log invariant checkers (seqs, enclosure, tool pairing, anchors).
 //! - [`normalize`]: a log as stable JSON (no times, numbered ids) for whole-value asserts.
 //! - [`recon`]: checks every model request against its session log (model-visible ⇔ recorded).
+//! - [`harness`]: the whole agent core on a fresh kernel with a scripted model, ending every
+//!   test with the log and request checks.
 
 pub mod checks;
+pub mod harness;
 pub mod mock_llm;
 pub mod normalize;
 pub mod recon;
