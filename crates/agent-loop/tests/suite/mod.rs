@@ -7,3 +7,6 @@ mod contracts;
 mod lifecycle;
 mod tools;
 mod turns;
+mod expect;
+mod support;
+mod invariants_turns;
