@@ -10,3 +10,4 @@ mod turns;
 mod expect;
 mod support;
 mod invariants_turns;
+mod invariants_log;

@@ -115,12 +115,13 @@ impl ToolProbe {
         self.inner.journal.borrow().clone()
     }
 
-    /// Resolves once the body of call `call_id` has started.
-    pub async fn wait_started(&self, call_id: &str) {
-        let entry = format!("start {call_id}");
+    /// Resolves once the journal holds `entry` (e.g. `start c1`, `end c1`).
+    pub async fn wait_for(&self, entry: &str) {
         let mut rx = self.inner.journal.subscribe();
         // The sender lives in the probe, so the channel cannot close while we wait.
-        let _ = rx.wait_for(|journal| journal.contains(&entry)).await;
+        let _ = rx
+            .wait_for(|journal| journal.iter().any(|e| e == entry))
+            .await;
     }
 
     /// The most bodies that ran at the same time.
