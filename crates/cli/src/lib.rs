@@ -10,6 +10,7 @@
 //!   it (plus status line, input box and approval prompt) into a ratatui buffer.
 //! - [`commands`]: the clap command tree; `main.rs` only calls [`commands::main`].
 
+pub mod app;
 pub mod commands;
 pub mod config;
 pub mod instructions;

@@ -93,7 +93,7 @@ pub fn register_persona(prompt: &SystemPrompt, ctx: &Context) -> Result<Disposer
 }
 
 /// `YYYY-MM-DD` of the day `days` after 1970-01-01 (proleptic Gregorian calendar).
-fn civil_date(days: u64) -> String {
+pub(crate) fn civil_date(days: u64) -> String {
     // Howard Hinnant's days-to-civil algorithm, shifted so eras start on March 1st.
     let z = days + 719_468;
     let era = z / 146_097;

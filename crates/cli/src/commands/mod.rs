@@ -2,9 +2,19 @@
 //!
 //! Only commands that work exist. `dsh --version` is answered by clap while parsing, before
 //! any configuration is read or runtime started, so it stays instant.
+//!
+//! - `dsh run [PROMPT]`: one headless turn ([`run`]); exit 0 completed, 1 failed, blocked or
+//!   cut off, 130 interrupted, 2 usage or configuration error.
+//! - `dsh sessions ...`: list, show, verify, repair, fork and export stored sessions.
+//! - `dsh config show`: the effective settings and where each value came from.
 
 mod config;
+mod repair;
+mod run;
+pub mod run_output;
+mod sessions;
 
+use crate::app::AppError;
 use crate::config::{ApprovalPolicy, ConfigError, Env, Overrides, ProcessEnv, SandboxMode};
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
@@ -14,11 +24,18 @@ use std::process::ExitCode;
 /// Exit statuses of `dsh`.
 pub mod exit {
     pub const SUCCESS: u8 = 0;
-    /// The command ran and failed.
+    /// The command ran and failed (a run: failed, blocked or cut off at max tokens).
     pub const FAILURE: u8 = 1;
     /// Bad usage or bad configuration: nothing was started.
     pub const USAGE: u8 = 2;
+    /// A run the person interrupted (SIGINT), like a shell's 128 + 2.
+    pub const INTERRUPTED: u8 = 130;
 }
+
+/// A command-line mistake that clap cannot see (an empty prompt, a missing id).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// An LLM agent harness for coding.
 #[derive(Debug, Parser)]
@@ -48,6 +65,13 @@ pub struct GlobalArgs {
     /// When to ask before a call that needs approval
     #[arg(long, global = true, value_name = "POLICY")]
     pub approval: Option<ApprovalPolicy>,
+    /// Endpoint of the selected provider route (for example a local server's
+    /// http://127.0.0.1:8080/v1)
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Work in DIR instead of the current directory (sessions are grouped by it)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 impl GlobalArgs {
@@ -59,15 +83,90 @@ impl GlobalArgs {
             model: self.model.clone(),
             sandbox: self.sandbox,
             approval: self.approval,
+            base_url: self.base_url.clone(),
         }
     }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one task headless: stream the answer to stdout, progress to stderr
+    Run(RunArgs),
+    /// List, show, check, repair, fork and export stored sessions
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+/// `dsh run`.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// The task; read from stdin when absent or `-`
+    pub prompt: Option<String>,
+    /// Print JSON Lines: a session line, every session event, a result line
+    #[arg(long)]
+    pub json: bool,
+    /// Continue the stored session ID (a unique prefix is enough) with a new turn
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub resume: Option<String>,
+    /// Continue the most recent session of this workspace
+    #[arg(long = "continue")]
+    pub continue_: bool,
+    /// Stop the turn before model request N+1 (the turn ends blocked, exit 1)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions of this workspace, most recent first (from the index; logs are not read)
+    List {
+        /// Every workspace's sessions
+        #[arg(long)]
+        all: bool,
+        /// Print a JSON array of summaries
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's conversation (or, with --json, its raw event log)
+    Show {
+        /// Session id or unique prefix
+        id: String,
+        /// Print the header and every event envelope as JSON Lines
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check session logs; exits 1 when one is damaged, naming the file and line
+    Verify {
+        /// Session id or unique prefix
+        id: Option<String>,
+        /// Check every stored session
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+    },
+    /// Cut a crash's torn tail and close a turn left open, after backing up the file
+    Repair {
+        /// Session id or unique prefix
+        id: String,
+    },
+    /// Copy a session (through event SEQ, default all of it) into a new session; prints its id
+    Fork {
+        /// Session id or unique prefix
+        id: String,
+        /// The last event to keep (must not cut a turn in half)
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+    },
+    /// Write a session as one portable JSON Lines file (header, then every event)
+    Export {
+        /// Session id or unique prefix
+        id: String,
+        /// Output file (`-` for stdout) [default: ./<id>.dsh-session.jsonl]
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,29 +189,59 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::USAGE));
         }
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match run(&cli, &ProcessEnv, &mut out) {
-        Ok(()) => ExitCode::from(exit::SUCCESS),
-        Err(error) => {
+    init_logging();
+    let result = match &cli.command {
+        // `run` streams to the real stdout and stderr itself.
+        Command::Run(args) => run::run(&cli.global, args, &ProcessEnv),
+        _ => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let result = dispatch(&cli, &ProcessEnv, &mut out);
             let _ = out.flush();
+            result
+        }
+    };
+    match result {
+        Ok(status) => ExitCode::from(status),
+        Err(error) => {
             eprintln!("dsh: error: {error:#}");
             ExitCode::from(exit_status(&error))
         }
     }
 }
 
-/// Runs a parsed command against `env`, writing its output to `out`.
-pub fn run(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result<()> {
+/// `DSH_LOG=warn` (any tracing filter) shows the plugins' diagnostics on stderr.
+fn init_logging() {
+    let Ok(filter) = std::env::var("DSH_LOG") else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs a parsed command (other than `run`) against `env`, writing its output to `out`;
+/// returns the exit status.
+pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result<u8> {
     let flags = cli.global.overrides();
     match &cli.command {
-        Command::Config(ConfigCommand::Show { json }) => config::show(env, &flags, *json, out),
+        Command::Run(args) => run::run(&cli.global, args, env),
+        Command::Sessions(command) => sessions::sessions(&cli.global, command, env, out),
+        Command::Config(ConfigCommand::Show { json }) => {
+            config::show(env, &flags, *json, out).map(|()| exit::SUCCESS)
+        }
     }
 }
 
-/// The exit status for a failed command: configuration problems are usage errors.
+/// The exit status for a failed command: configuration and usage problems are 2.
 pub fn exit_status(error: &anyhow::Error) -> u8 {
-    if error.downcast_ref::<ConfigError>().is_some() {
+    let usage = error.downcast_ref::<ConfigError>().is_some()
+        || error.downcast_ref::<UsageError>().is_some()
+        || error
+            .downcast_ref::<AppError>()
+            .is_some_and(AppError::is_usage);
+    if usage {
         exit::USAGE
     } else {
         exit::FAILURE

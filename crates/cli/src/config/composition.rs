@@ -10,25 +10,67 @@ use std::path::Path;
 
 /// Row id of the session log service.
 pub const SESSIONS_ROW: &str = "sessions";
+/// Row id of the on-disk session store (JSONL/zstd under `$DSH_HOME/sessions`).
+pub const PERSISTENCE_ROW: &str = "session-persistence-jsonl";
+/// Row id of the flush-before-side-effects policy.
+pub const CHECKPOINT_ROW: &str = "session-checkpoint-policy";
+/// Row id of the model runtime.
+pub const LLM_ROW: &str = "llm";
+/// Row id of the DeepSeek / OpenAI-compatible adapter (one route per provider).
+pub const LLM_OPENAI_ROW: &str = "llm-openai";
+/// Row id of the retry policy for failed model requests.
+pub const LLM_RETRY_ROW: &str = "llm-retry";
 /// Row id of the system prompt service.
 pub const SYSTEM_PROMPT_ROW: &str = "system-prompt";
 /// Row id of the tool registry.
 pub const TOOLS_ROW: &str = "tools";
-/// Plugin name of the tool registry (`dsh_tools::ToolsPlugin::NAME`; spelled out here so the
-/// configuration layer does not build the tools crate).
-const TOOLS_PLUGIN: &str = "tools";
+/// Row id of the built-in coding tools.
+pub const TOOLS_BUILTIN_ROW: &str = "tools-builtin";
+/// Row id of the approval policy and rules.
+pub const APPROVAL_ROW: &str = "approval";
+/// Row id of the agent registry.
+pub const AGENTS_ROW: &str = "agents";
+/// Row id of the agent loop (the factory behind every agent).
+pub const AGENT_LOOP_ROW: &str = "agent-loop";
 
-/// The rows dsh mounts when the settings file changes nothing.
+/// Rows whose configuration is computed from the settings when dsh boots, as long as the
+/// row's config is left `null`. A `[[plugins]]` patch that sets a config replaces the computed
+/// one wholesale.
+pub const DERIVED_ROWS: &[&str] = &[
+    PERSISTENCE_ROW,
+    LLM_OPENAI_ROW,
+    TOOLS_BUILTIN_ROW,
+    APPROVAL_ROW,
+];
+
+/// The rows dsh mounts when the settings file changes nothing, in mount order.
+///
+/// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
+/// is built from the settings at boot (routes from `[providers]`, the store root from
+/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`).
 pub fn default_composition() -> Composition {
+    let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {
         rows: vec![
-            Row::new(SESSIONS_ROW, dsh_session::SessionsPlugin::NAME, Value::Null),
+            null(SESSIONS_ROW, dsh_session::SessionsPlugin::NAME),
+            null(PERSISTENCE_ROW, dsh_store::JsonlPersistencePlugin::NAME),
+            null(CHECKPOINT_ROW, dsh_store::CheckpointPolicyPlugin::NAME),
+            null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
+            null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
+            null(LLM_RETRY_ROW, dsh_llm_openai::RetryPlugin::NAME),
             Row::new(
                 SYSTEM_PROMPT_ROW,
                 dsh_prompt::SystemPromptPlugin::NAME,
                 json!({ "persona": crate::persona::PERSONA_TEMPLATE }),
             ),
-            Row::new(TOOLS_ROW, TOOLS_PLUGIN, Value::Null),
+            null(TOOLS_ROW, dsh_tools::ToolsPlugin::NAME),
+            null(
+                TOOLS_BUILTIN_ROW,
+                dsh_tools_builtin::BuiltinToolsPlugin::NAME,
+            ),
+            null(APPROVAL_ROW, dsh_tools_builtin::ApprovalPlugin::NAME),
+            null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
+            null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
         ],
     }
 }

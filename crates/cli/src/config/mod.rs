@@ -50,7 +50,11 @@ mod source;
 mod tree;
 mod types;
 
-pub use composition::{default_composition, SESSIONS_ROW, SYSTEM_PROMPT_ROW, TOOLS_ROW};
+pub use composition::{
+    default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, DERIVED_ROWS,
+    LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW, SYSTEM_PROMPT_ROW,
+    TOOLS_BUILTIN_ROW, TOOLS_ROW,
+};
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;

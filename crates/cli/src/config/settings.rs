@@ -37,6 +37,8 @@ pub struct Overrides {
     pub sandbox: Option<SandboxMode>,
     /// `--approval`
     pub approval: Option<ApprovalPolicy>,
+    /// `--base-url`: the endpoint of the selected route (after `--provider`).
+    pub base_url: Option<String>,
 }
 
 /// The complete effective configuration. Built only when every layer is valid.
@@ -304,6 +306,23 @@ pub(crate) fn resolve(
     model
         .model
         .set(flags.model.clone(), Source::Flag { flag: "--model" });
+    if let Some(url) = &flags.base_url {
+        let flag = Source::Flag { flag: "--base-url" };
+        if !is_http_url(url) {
+            return Err(ConfigError::InvalidValue {
+                at: Location::Flag { flag: "--base-url" },
+                key: format!("providers.{}.base_url", model.provider.value),
+                expected: "an http:// or https:// URL".into(),
+                found: format!("{url:?}"),
+            });
+        }
+        if let Some(provider) = providers
+            .iter_mut()
+            .find(|p| p.route == model.provider.value)
+        {
+            provider.base_url = Sourced::new(url.clone(), flag);
+        }
+    }
     if !providers.iter().any(|p| p.route == model.provider.value) {
         let routes: Vec<&str> = providers.iter().map(|p| p.route.as_str()).collect();
         let hint = match closest(&model.provider.value, &routes) {

@@ -74,6 +74,9 @@ pub fn render_text(settings: &Settings) -> String {
     ));
     for (i, row) in settings.composition.rows.iter().enumerate() {
         let mut config = serde_json::to_string(&redact(&row.config)).unwrap_or_default();
+        if row.config.is_null() && super::DERIVED_ROWS.contains(&row.id.as_str()) {
+            config = "built from these settings".into();
+        }
         if config.chars().count() > INLINE_CONFIG_CHARS {
             config = config.chars().take(INLINE_CONFIG_CHARS).collect::<String>() + "…";
         }

@@ -137,7 +137,23 @@ fn config_show_json_is_machine_readable() {
         .iter()
         .map(|row| row["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["sessions", "system-prompt", "tools"]);
+    assert_eq!(
+        ids,
+        [
+            "sessions",
+            "session-persistence-jsonl",
+            "session-checkpoint-policy",
+            "llm",
+            "llm-openai",
+            "llm-retry",
+            "system-prompt",
+            "tools",
+            "tools-builtin",
+            "approval",
+            "agents",
+            "agent-loop"
+        ]
+    );
 }
 
 #[test]
@@ -180,7 +196,7 @@ fn a_bad_environment_value_stops_with_status_2() {
 #[test]
 fn commands_that_are_not_built_do_not_exist() {
     let home = tempfile::tempdir().unwrap();
-    for missing in ["run", "sessions", "serve"] {
+    for missing in ["serve"] {
         let output = dsh(home.path(), &[], &[missing]);
         assert_eq!(output.status.code(), Some(2), "{missing}");
         assert!(

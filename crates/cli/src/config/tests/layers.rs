@@ -97,13 +97,30 @@ fn a_valid_file_loads_every_section() {
         rows,
         [
             ("sessions", "sessions", false),
+            (
+                "session-persistence-jsonl",
+                "session-persistence-jsonl",
+                false
+            ),
+            (
+                "session-checkpoint-policy",
+                "session-checkpoint-policy",
+                false
+            ),
+            ("llm", "llm", false),
+            ("llm-openai", "llm-openai", false),
+            ("llm-retry", "llm-retry", false),
             ("system-prompt", "system-prompt", false),
             ("tools", "tools", false),
+            ("tools-builtin", "tools-builtin", false),
+            ("approval", "approval", false),
+            ("agents", "agents", false),
+            ("agent-loop", "agent-loop", false),
             ("audit", "audit-log", true),
         ]
     );
     assert_eq!(
-        settings.composition.rows[2].config,
+        settings.composition.rows[7].config,
         json!({"max_parallel": 4})
     );
     assert_eq!(settings.row_sources["tools"], file(41));

@@ -1,0 +1,175 @@
+//! What every agent gets before it is published: its session's tools, the workspace
+//! instructions and safety records of a new session, the sandbox mode of a resumed one, and
+//! an optional cap on model requests per turn.
+
+use super::tools::{register_session_tools, EnvSlot};
+use super::Boot;
+use crate::config::{ApprovalPolicy as PolicyWord, SandboxMode as ModeWord, Source};
+use crate::instructions::Instructions;
+use dsh_agent::{
+    AgentEvent, AgentSetup, PreStep, PreStepDecision, SessionStart, SessionStartSource,
+};
+use dsh_kernel::{BoxError, Context};
+use dsh_protocol::SessionId;
+use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
+use dsh_tools_builtin::{
+    ApprovalPolicy, PermissionPreset, SandboxMode, SessionFacts, SessionSafety, ToolEnv,
+    WebFetchConfig,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Per-agent choices of the caller.
+#[derive(Clone, Debug, Default)]
+pub struct AgentStart {
+    /// The session id of a new agent; generated when `None`. Ignored by resume.
+    pub session_id: Option<SessionId>,
+    /// Refuse to start model request number `max_steps + 1` of a turn (the turn ends
+    /// `blocked`).
+    pub max_steps: Option<u64>,
+    /// Set when the step cap stopped a turn.
+    pub step_cap_hit: Option<Arc<AtomicBool>>,
+}
+
+/// The tools' sandbox mode for a settings word.
+pub fn sandbox_mode(word: ModeWord) -> SandboxMode {
+    match word {
+        ModeWord::ReadOnly => SandboxMode::ReadOnly,
+        ModeWord::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+        ModeWord::DangerFullAccess => SandboxMode::DangerFullAccess,
+    }
+}
+
+fn approval_policy(word: PolicyWord) -> ApprovalPolicy {
+    match word {
+        PolicyWord::Ask => ApprovalPolicy::Ask,
+        PolicyWord::Never => ApprovalPolicy::Never,
+        PolicyWord::Auto => ApprovalPolicy::Auto,
+    }
+}
+
+/// Whether this run's person chose the value (a flag or an env var), so it also applies to
+/// a resumed session instead of the one its log records.
+fn chosen_now(source: Source) -> bool {
+    matches!(source, Source::Flag { .. } | Source::Env { .. })
+}
+
+impl Boot {
+    /// The session's tool environment under `mode`.
+    fn tool_env(&self, id: &SessionId, mode: SandboxMode) -> Result<ToolEnv, BoxError> {
+        let settings = &self.settings;
+        let mut builder = ToolEnv::builder(&self.workspace)
+            .temp_dir(self.temp_root.join(id.as_str()))
+            .sandbox_mode(mode)
+            .base_env(self.base_env.clone())
+            .facts(SessionFacts {
+                session_id: Some(id.as_str().to_owned()),
+                dsh_home: Some(settings.home.value.clone()),
+            })
+            .model_accepts_images(self.model_accepts_images)
+            .web_fetch(WebFetchConfig {
+                enabled: settings.tools.is_enabled("web_fetch"),
+                allow_private_addresses: settings.tools.web_fetch_allow_private.value,
+            });
+        for secret in &self.secrets {
+            builder = builder.secret(secret.clone());
+        }
+        Ok(builder.build()?)
+    }
+
+    fn safety(&self) -> SessionSafety {
+        let mode = sandbox_mode(self.settings.sandbox.mode.value);
+        SessionSafety {
+            preset: match mode {
+                SandboxMode::ReadOnly => PermissionPreset::ReadOnly,
+                SandboxMode::WorkspaceWrite => PermissionPreset::WorkspaceWrite,
+                SandboxMode::DangerFullAccess => PermissionPreset::DangerFullAccess,
+            },
+            sandbox: mode,
+            policy: approval_policy(self.settings.approval.policy.value),
+        }
+    }
+
+    /// Runs at `agent/session-start`, once per published lifecycle.
+    fn session_started(
+        &self,
+        slot: &EnvSlot,
+        event: &AgentEvent<SessionStartSource>,
+    ) -> Result<(), BoxError> {
+        let agent = &event.agent;
+        let session = agent.session();
+        match event.data {
+            SessionStartSource::Startup => {
+                if let Some(approvals) = &self.approvals {
+                    approvals.start_session(session, &self.safety())?;
+                }
+                // Only a new session gets the instructions: a resumed one has them logged.
+                let instructions = Instructions::load(&self.settings.home.value, &self.workspace);
+                if let Some(message) = instructions.to_message() {
+                    agent.inject(message)?;
+                }
+            }
+            SessionStartSource::Resume => {
+                let recorded = fold_session_safety(&session.events());
+                let settings = &self.settings;
+                let wanted = sandbox_mode(settings.sandbox.mode.value);
+                let mode = match recorded.sandbox {
+                    Some(mode) if !chosen_now(settings.sandbox.mode.source) => mode,
+                    Some(mode) if mode == wanted => mode,
+                    _ => {
+                        log_sandbox_mode(session, wanted)?;
+                        wanted
+                    }
+                };
+                if slot.get().sandbox().mode() != mode {
+                    slot.set(slot.get().with_sandbox_mode(mode));
+                }
+                if let Some(approvals) = &self.approvals {
+                    if chosen_now(settings.approval.policy.source) {
+                        approvals
+                            .set_policy(session, approval_policy(settings.approval.policy.value))?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The setup callback for one agent driving session `id`.
+    pub(crate) fn agent_setup(self: &Arc<Self>, id: SessionId, start: AgentStart) -> AgentSetup {
+        let boot = self.clone();
+        Box::new(move |ctx: Context| {
+            Box::pin(async move {
+                let env = boot.tool_env(&id, sandbox_mode(boot.settings.sandbox.mode.value))?;
+                let slot = EnvSlot::new(env);
+                if let (Some(tools), Some(config)) = (&boot.tools, &boot.tools_config) {
+                    for disposer in register_session_tools(&ctx, tools, config, &slot)? {
+                        disposer.forget();
+                    }
+                }
+                let listener = boot.clone();
+                ctx.on::<SessionStart>(move |event| listener.session_started(&slot, event))?
+                    .forget();
+                if let Some(max) = start.max_steps {
+                    let hit = start.step_cap_hit.clone();
+                    ctx.on_waterfall::<PreStep, _, _>(move |args, next| {
+                        let over = args.data.step > max;
+                        let hit = hit.clone();
+                        async move {
+                            if over {
+                                if let Some(hit) = hit {
+                                    hit.store(true, Ordering::SeqCst);
+                                }
+                                return Ok(PreStepDecision::Reject);
+                            }
+                            next.run().await
+                        }
+                    })?
+                    .forget();
+                }
+                Ok(None)
+            })
+        })
+    }
+}

@@ -1,0 +1,344 @@
+//! Boot: from [`Settings`] to a running plugin composition that can create and resume agents.
+//!
+//! [`Runtime::boot`] checks everything that can be checked up front (the workspace, the model
+//! route's API key), fills in the configs of the rows computed from the settings
+//! ([`boot_composition`]), mounts the composition with `dsh_kernel::mount` (which validates
+//! every row before applying any), and then checks that the parts every agent needs are
+//! there. Nothing starts half-configured.
+//!
+//! Surfaces (`dsh run`, the terminal UI) then create or resume agents through the runtime
+//! and render from [`Runtime::subscribe`]; they never reach into the loop. Each agent gets
+//! the built-in tools bound to its own session environment ([`tools`]), and a new session
+//! gets the workspace instructions and its starting safety records ([`agent`]).
+//!
+//! Boot must run inside a tokio runtime: the agent loop keeps a handle to it.
+
+mod agent;
+mod error;
+mod lookup;
+mod rows;
+mod tools;
+
+pub use agent::{sandbox_mode as tool_sandbox_mode, AgentStart};
+pub use error::AppError;
+pub use lookup::{find_session, latest_session, sessions_of};
+pub use rows::{
+    approval_config, boot_composition, builtin_tools_config, canonical_workspace,
+    check_credentials, openai_config, persistence_config, plugin_table, sessions_root,
+};
+pub use tools::{register_session_tools, EnvSlot};
+
+use crate::config::{self, Settings};
+use crate::persona::{register_host_variables, HostFacts};
+use dsh_agent::{AgentHandle, AgentRegistry, CreateAgentOptions, ResumeAgentOptions, SessionMeta};
+use dsh_kernel::{Context, Disposer, Plugin};
+use dsh_llm::LlmRuntime;
+use dsh_llm_openai::EnvSource;
+use dsh_prompt::SystemPrompt;
+use dsh_protocol::SessionId;
+use dsh_session::{SessionEvent, SessionEventPublished, SessionStore};
+use dsh_store::SessionPersistence;
+use dsh_tools::ToolRuntime;
+use dsh_tools_builtin::sandbox::SandboxNotice;
+use dsh_tools_builtin::{Approvals, BuiltinToolsConfig, SandboxProbe};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to boot, besides the settings.
+#[derive(Clone, Debug)]
+pub struct BootOptions {
+    /// The workspace: sessions are recorded under it and tools work in it.
+    pub cwd: PathBuf,
+    /// The environment as this process saw it at start; model adapters look keys up here
+    /// and commands start from it.
+    pub env: BTreeMap<String, String>,
+}
+
+impl BootOptions {
+    /// The process's working directory and environment.
+    pub fn from_process(cwd: Option<PathBuf>) -> Result<Self, AppError> {
+        let cwd = match cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir().map_err(|source| AppError::Workspace {
+                path: PathBuf::from("."),
+                source,
+            })?,
+        };
+        Ok(Self {
+            cwd,
+            env: std::env::vars().collect(),
+        })
+    }
+}
+
+/// What agent setups share.
+pub(crate) struct Boot {
+    settings: Arc<Settings>,
+    workspace: PathBuf,
+    temp_root: PathBuf,
+    base_env: Vec<(OsString, OsString)>,
+    secrets: Vec<String>,
+    model_accepts_images: bool,
+    tools: Option<Arc<ToolRuntime>>,
+    tools_config: Option<BuiltinToolsConfig>,
+    approvals: Option<Arc<Approvals>>,
+}
+
+/// A mounted composition: the context every plugin lives on, and the way to agents.
+pub struct Runtime {
+    root: Context,
+    boot: Arc<Boot>,
+    agents: Arc<AgentRegistry>,
+    sessions: Arc<SessionStore>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workspace", &self.boot.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Checks, mounts and verifies; see the module docs.
+    pub fn boot(settings: Settings, options: BootOptions) -> Result<Runtime, AppError> {
+        let workspace = canonical_workspace(&options.cwd)?;
+        check_credentials(&settings)?;
+        let composition = boot_composition(&settings);
+        let temp_root = create_temp_root()?;
+
+        let root = Context::root();
+        let env = Arc::new(options.env);
+        let lookup: Arc<dyn dsh_llm_openai::EnvLookup> = env.clone();
+        root.provide(Arc::new(EnvSource(lookup)))
+            .map_err(AppError::Mount)?
+            .forget();
+        let mounted = dsh_kernel::mount(&root, &plugin_table(), &composition);
+        if let Err(error) = mounted {
+            root.fiber().dispose();
+            let _ = std::fs::remove_dir_all(&temp_root);
+            return Err(AppError::Mount(error));
+        }
+        let runtime = Self::assemble(root.clone(), settings, workspace, temp_root.clone(), &env);
+        if runtime.is_err() {
+            root.fiber().dispose();
+            let _ = std::fs::remove_dir_all(&temp_root);
+        }
+        runtime
+    }
+
+    fn assemble(
+        root: Context,
+        settings: Settings,
+        workspace: PathBuf,
+        temp_root: PathBuf,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Runtime, AppError> {
+        let missing = |service, row| AppError::MissingPart { service, row };
+        let agents = root
+            .get::<AgentRegistry>()
+            .ok_or(missing("agent registry", config::AGENTS_ROW))?;
+        if !agents.has_factory() {
+            return Err(missing("agent loop", config::AGENT_LOOP_ROW));
+        }
+        let sessions = root
+            .get::<SessionStore>()
+            .ok_or(missing("session store", config::SESSIONS_ROW))?;
+        let llm = root
+            .get::<LlmRuntime>()
+            .ok_or(missing("model runtime", config::LLM_ROW))?;
+        let route = settings.model.provider.value.clone();
+        if !llm.routes().contains(&route) {
+            return Err(AppError::RouteUnavailable { route });
+        }
+        if let Some(prompt) = root.get::<SystemPrompt>() {
+            // Registration fails only on a duplicate name, which a patched composition could
+            // cause; the persona then renders those variables empty, which is not fatal.
+            if let Ok(disposers) = register_host_variables(&prompt, &root, HostFacts::detect()) {
+                disposers.into_iter().for_each(Disposer::forget);
+            }
+        }
+        let tools_config = boot_composition(&settings)
+            .rows
+            .iter()
+            .find(|row| row.plugin == dsh_tools_builtin::BuiltinToolsPlugin::NAME && !row.disabled)
+            .and_then(|row| {
+                let config = if row.config.is_null() {
+                    serde_json::json!({})
+                } else {
+                    row.config.clone()
+                };
+                serde_json::from_value::<BuiltinToolsConfig>(config).ok()
+            });
+        let secrets = settings
+            .active_provider()
+            .and_then(|p| p.api_key_env.value.as_ref())
+            .and_then(|var| env.get(var))
+            .filter(|key| !key.is_empty())
+            .cloned()
+            .into_iter()
+            .collect();
+        let model_accepts_images = settings.active_provider().is_some_and(|provider| {
+            provider.models.value.iter().any(|m| {
+                m.id == settings.model.model.value
+                    && m.input
+                        .as_ref()
+                        .is_some_and(|input| input.contains(&config::Modality::Image))
+            })
+        });
+        let boot = Boot {
+            workspace,
+            temp_root,
+            base_env: env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+            secrets,
+            model_accepts_images,
+            tools: root.get::<ToolRuntime>(),
+            tools_config,
+            approvals: root.get::<Approvals>(),
+            settings: Arc::new(settings),
+        };
+        Ok(Runtime {
+            root,
+            boot: Arc::new(boot),
+            agents,
+            sessions,
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.boot.settings
+    }
+
+    /// The canonical workspace directory.
+    pub fn workspace(&self) -> &Path {
+        &self.boot.workspace
+    }
+
+    /// The root context every plugin is mounted on.
+    pub fn ctx(&self) -> &Context {
+        &self.root
+    }
+
+    pub fn agents(&self) -> &Arc<AgentRegistry> {
+        &self.agents
+    }
+
+    pub fn sessions(&self) -> &Arc<SessionStore> {
+        &self.sessions
+    }
+
+    /// The approval service, when the `approval` row is mounted. Surfaces that can ask a
+    /// person install their answerer on it; without one, calls needing approval are refused.
+    pub fn approvals(&self) -> Option<Arc<Approvals>> {
+        self.boot.approvals.clone()
+    }
+
+    /// The session store's backend, when persistence is mounted.
+    pub fn persistence(&self) -> Option<Arc<dyn SessionPersistence>> {
+        self.root.get::<dyn SessionPersistence>()
+    }
+
+    /// A fresh session id in the original's shape (`session-<uuid>`).
+    pub fn new_session_id() -> SessionId {
+        SessionId::new(format!("session-{}", uuid::Uuid::new_v4()))
+    }
+
+    /// Creates and publishes a new agent working in the workspace.
+    pub async fn create_agent(&self, start: AgentStart) -> Result<AgentHandle, AppError> {
+        let id = start
+            .session_id
+            .clone()
+            .unwrap_or_else(Self::new_session_id);
+        let settings = self.settings();
+        let options = CreateAgentOptions {
+            session_id: Some(id.clone()),
+            meta: SessionMeta {
+                cwd: Some(self.boot.workspace.to_string_lossy().into_owned()),
+                delegation_depth: Some(0),
+                ..SessionMeta::default()
+            },
+            agent_options: dsh_agent::AgentOptions::new(
+                settings.model.provider.value.clone(),
+                settings.model.model.value.clone(),
+            ),
+            setup: Some(self.boot.agent_setup(id, start)),
+            ..CreateAgentOptions::default()
+        };
+        Ok(self.agents.create(&self.root, options).await?)
+    }
+
+    /// Loads a stored session (repairing a crashed tail) and publishes an agent driving it.
+    pub async fn resume_agent(
+        &self,
+        id: SessionId,
+        start: AgentStart,
+    ) -> Result<AgentHandle, AppError> {
+        let settings = self.settings();
+        let mut options = ResumeAgentOptions::new(id.clone());
+        options.agent_options = dsh_agent::AgentOptions::new(
+            settings.model.provider.value.clone(),
+            settings.model.model.value.clone(),
+        );
+        options.setup = Some(self.boot.agent_setup(id, start));
+        Ok(self.agents.resume(&self.root, options).await?)
+    }
+
+    /// Calls `listener` with every event appended to session `id`, in seq order, right after
+    /// it is committed. The listener runs on the appending task: keep it short.
+    pub fn subscribe(
+        &self,
+        id: SessionId,
+        listener: impl Fn(&Arc<SessionEvent>) + Send + Sync + 'static,
+    ) -> Result<Disposer, AppError> {
+        self.root
+            .on::<SessionEventPublished>(move |published| {
+                if published.session.id() == &id {
+                    listener(&published.event);
+                }
+                Ok(())
+            })
+            .map_err(AppError::Mount)
+    }
+
+    /// What the kernel cannot confine in the configured sandbox mode, if anything. Probes the
+    /// kernel on first use (it forks a short-lived shell), so call it off the hot path.
+    pub fn sandbox_notice(&self) -> Option<SandboxNotice> {
+        let mode = agent::sandbox_mode(self.settings().sandbox.mode.value);
+        if mode == dsh_tools_builtin::SandboxMode::DangerFullAccess {
+            return None;
+        }
+        SandboxProbe::current().notice(mode)
+    }
+
+    /// Unloads every plugin (agents still alive are disposed and sessions flushed) and
+    /// removes the private temp directory.
+    pub fn shutdown(self) {
+        self.root.fiber().dispose();
+        let _ = std::fs::remove_dir_all(&self.boot.temp_root);
+    }
+}
+
+/// `$TMPDIR/dsh-<pid>-<random>`, private to this process.
+fn create_temp_root() -> Result<PathBuf, AppError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let name = format!(
+        "dsh-{}-{}",
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let path = std::env::temp_dir().join(name);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&path)
+        .map_err(|source| AppError::TempDir {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(path)
+}

@@ -1,0 +1,253 @@
+//! From settings to mountable rows: the plugin table, the configs computed from the settings
+//! for the [`DERIVED_ROWS`](crate::config::DERIVED_ROWS), and the checks that must pass before
+//! anything is mounted.
+
+use super::error::AppError;
+use crate::config::{
+    self, ApiKeyStatus, ApprovalRule, MaxTokensField, Modality, Provider, ReplayReasoning,
+    RuleAction, RuleMatcher, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE,
+};
+use dsh_kernel::{Composition, PluginTable};
+use dsh_llm_openai::{
+    Compat, ModelCatalog, ModelEntry, OpenAiConfig, ReasoningReplay, RouteConfig,
+};
+use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Every plugin the `dsh` binary can mount, by name.
+pub fn plugin_table() -> PluginTable {
+    PluginTable::new()
+        .with::<dsh_session::SessionsPlugin>()
+        .with::<dsh_store::JsonlPersistencePlugin>()
+        .with::<dsh_store::CheckpointPolicyPlugin>()
+        .with::<dsh_llm::LlmPlugin>()
+        .with::<dsh_llm_openai::OpenAiPlugin>()
+        .with::<dsh_llm_openai::RetryPlugin>()
+        .with::<dsh_prompt::SystemPromptPlugin>()
+        .with::<dsh_tools::ToolsPlugin>()
+        .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
+        .with::<dsh_tools_builtin::ApprovalPlugin>()
+        .with::<dsh_agent::AgentsPlugin>()
+        .with::<dsh_agent_loop::AgentLoopPlugin>()
+}
+
+/// Where session logs live: `$DSH_HOME/sessions`.
+pub fn sessions_root(settings: &Settings) -> PathBuf {
+    settings.home.value.join("sessions")
+}
+
+/// The composition to mount: the settings' rows, with computed configs filled in for the
+/// derived rows the settings file left at `null`.
+pub fn boot_composition(settings: &Settings) -> Composition {
+    let mut composition = settings.composition.clone();
+    for row in &mut composition.rows {
+        if !row.config.is_null() {
+            continue;
+        }
+        let derived = match row.id.as_str() {
+            config::PERSISTENCE_ROW => Some(json!({ "root": sessions_root(settings) })),
+            config::LLM_OPENAI_ROW => serde_json::to_value(openai_config(settings)).ok(),
+            config::TOOLS_BUILTIN_ROW => Some(builtin_tools_config(settings)),
+            config::APPROVAL_ROW => Some(approval_config(settings)),
+            _ => None,
+        };
+        if let Some(config) = derived {
+            row.config = config;
+        }
+    }
+    composition
+}
+
+/// Refuses to start a run whose model route cannot work: a required key that is not set.
+pub fn check_credentials(settings: &Settings) -> Result<(), AppError> {
+    let Some(provider) = settings.active_provider() else {
+        return Ok(());
+    };
+    match &provider.api_key {
+        ApiKeyStatus::NotSet { var } if key_required(provider) => {
+            let hint = if provider.route == DEEPSEEK_ROUTE {
+                format!(
+                    "export it, or use --base-url with --provider {OPENAI_ROUTE} for a local server"
+                )
+            } else {
+                format!(
+                    "export it (provider route `{}` reads its API key from it)",
+                    provider.route
+                )
+            };
+            Err(AppError::MissingApiKey {
+                var: var.clone(),
+                route: provider.route.clone(),
+                hint,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// DeepSeek always needs its key; the generic route only when a key variable was configured
+/// on purpose (local servers usually take none).
+fn key_required(provider: &Provider) -> bool {
+    match provider.route.as_str() {
+        DEEPSEEK_ROUTE => true,
+        _ => provider.api_key_env.value.is_some() && provider.api_key_env.source != Source::Default,
+    }
+}
+
+/// The adapter's routes, one per provider in the settings, each with its effective base URL
+/// spelled out (the settings already applied `*_BASE_URL` and `--base-url`).
+pub fn openai_config(settings: &Settings) -> OpenAiConfig {
+    OpenAiConfig {
+        routes: settings.providers.iter().map(route_config).collect(),
+    }
+}
+
+fn route_config(provider: &Provider) -> RouteConfig {
+    let base = if provider.route == DEEPSEEK_ROUTE {
+        RouteConfig::deepseek()
+    } else {
+        RouteConfig::openai_compatible()
+    };
+    let models: Vec<ModelEntry> = provider
+        .models
+        .value
+        .iter()
+        .map(|entry| ModelEntry {
+            id: entry.id.clone(),
+            context_window: entry.context_window,
+            max_tokens: entry.max_output_tokens,
+            reasoning_efforts: entry.reasoning_efforts.clone(),
+            default_effort: entry.default_effort.clone(),
+            input: entry.input.as_ref().map(|input| {
+                input
+                    .iter()
+                    .map(|m| match m {
+                        Modality::Text => dsh_llm::Modality::Text,
+                        Modality::Image => dsh_llm::Modality::Image,
+                    })
+                    .collect()
+            }),
+        })
+        .collect();
+    let compat = &provider.compat;
+    RouteConfig {
+        route: provider.route.clone(),
+        base_url: Some(provider.base_url.value.clone()),
+        base_url_env: None,
+        default_base_url: provider.base_url.value.clone(),
+        api_key_env: provider.api_key_env.value.clone().unwrap_or_default(),
+        api_key_required: key_required(provider),
+        headers: provider
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.value.expose().to_owned()))
+            .collect(),
+        catalog: ModelCatalog {
+            models,
+            accept_unlisted: true,
+            defaults: base.catalog.defaults.clone(),
+        },
+        compat: Compat {
+            max_tokens_field: match compat.max_tokens_field.value {
+                MaxTokensField::MaxTokens => dsh_llm_openai::MaxTokensField::MaxTokens,
+                MaxTokensField::MaxCompletionTokens => {
+                    dsh_llm_openai::MaxTokensField::MaxCompletionTokens
+                }
+            },
+            send_thinking: compat.send_thinking.value,
+            reasoning_replay: match compat.replay_reasoning.value {
+                ReplayReasoning::Off => ReasoningReplay::Off,
+                ReplayReasoning::ToolCallTurns => ReasoningReplay::ToolCallTurns,
+                ReplayReasoning::Always => ReasoningReplay::Always,
+            },
+        },
+        ..base
+    }
+}
+
+/// `[tools]` as the built-in tools plugin's config: a switch for every built-in tool.
+pub fn builtin_tools_config(settings: &Settings) -> Value {
+    let flags: Map<String, Value> = BUILTIN_TOOL_NAMES
+        .iter()
+        .map(|name| {
+            (
+                (*name).to_owned(),
+                Value::Bool(settings.tools.is_enabled(name)),
+            )
+        })
+        .collect();
+    json!({
+        "enabled": flags,
+        "web_fetch": {
+            "enabled": settings.tools.is_enabled("web_fetch"),
+            "allow_private_addresses": settings.tools.web_fetch_allow_private.value,
+        },
+    })
+}
+
+/// `[approval]` as the approval plugin's config.
+pub fn approval_config(settings: &Settings) -> Value {
+    let rules: Vec<Value> = settings
+        .approval
+        .rules
+        .iter()
+        .map(|rule| rule_value(&rule.value))
+        .collect();
+    json!({ "policy": settings.approval.policy.value.as_str(), "rules": rules })
+}
+
+fn rule_value(rule: &ApprovalRule) -> Value {
+    let action = match rule.action {
+        RuleAction::Allow => "allow",
+        RuleAction::Deny => "deny",
+    };
+    let mut value = json!({ "action": action, "tool": rule.tool });
+    match &rule.matcher {
+        RuleMatcher::AnyCall => {}
+        RuleMatcher::CommandPrefix(prefix) => value["command_prefix"] = json!(prefix),
+        RuleMatcher::PathGlob(glob) => value["path"] = json!(glob.glob().glob()),
+    }
+    value
+}
+
+/// The persistence row's config as mounted (so the session commands read the same root, in
+/// the same encoding, as runs write).
+pub fn persistence_config(
+    settings: &Settings,
+) -> Result<dsh_store::JsonlPersistenceConfig, AppError> {
+    let composition = boot_composition(settings);
+    let row = composition
+        .rows
+        .iter()
+        .find(|row| row.plugin == <dsh_store::JsonlPersistencePlugin as dsh_kernel::Plugin>::NAME)
+        .filter(|row| !row.disabled);
+    let Some(row) = row else {
+        return Err(AppError::MissingPart {
+            service: "session store",
+            row: config::PERSISTENCE_ROW,
+        });
+    };
+    serde_json::from_value(row.config.clone()).map_err(|error| {
+        AppError::Mount(dsh_kernel::KernelError::InvalidConfig {
+            id: row.id.clone(),
+            plugin: row.plugin.clone(),
+            message: error.to_string(),
+        })
+    })
+}
+
+/// Whether `path` is a directory we can work in, as its canonical form.
+pub fn canonical_workspace(path: &Path) -> Result<PathBuf, AppError> {
+    let canonical = path.canonicalize().map_err(|source| AppError::Workspace {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !canonical.is_dir() {
+        return Err(AppError::Workspace {
+            path: path.to_path_buf(),
+            source: std::io::Error::other("not a directory"),
+        });
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,185 @@
+//! `dsh run [PROMPT]`: one headless turn, streamed, with an exit status that says how it
+//! ended.
+//!
+//! SIGINT cancels the turn with cause `user` and waits until the loop has closed it (so the
+//! log is balanced), then exits 130; a second SIGINT exits at once.
+
+use super::run_output::{exit_status, RunOutput};
+use super::{exit, GlobalArgs, RunArgs, UsageError};
+use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
+use crate::config::{load, Env};
+use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
+use dsh_protocol::{Message, SessionId};
+use std::io::{IsTerminal, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// The prompt: the argument, or all of stdin when it is absent or `-`.
+fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
+    let prompt = match arg {
+        Some(text) if text != "-" => text.to_owned(),
+        _ => {
+            let stdin = std::io::stdin();
+            if arg.is_none() && stdin.is_terminal() {
+                return Err(UsageError(
+                    "no prompt: give one as an argument, or pipe it on stdin (`-` reads stdin)"
+                        .into(),
+                )
+                .into());
+            }
+            let mut text = String::new();
+            stdin
+                .lock()
+                .read_to_string(&mut text)
+                .map_err(|e| UsageError(format!("cannot read the prompt from stdin: {e}")))?;
+            text
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(UsageError("the prompt is empty".into()).into());
+    }
+    Ok(prompt)
+}
+
+/// Runs `dsh run`; returns the exit status.
+pub(super) fn run(global: &GlobalArgs, args: &RunArgs, env: &dyn Env) -> anyhow::Result<u8> {
+    let prompt = read_prompt(args.prompt.as_deref())?;
+    let settings = load(env, &global.overrides())?;
+    let options = BootOptions::from_process(global.cwd.clone())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_turn(settings, options, args, prompt))
+}
+
+async fn run_turn(
+    settings: crate::config::Settings,
+    options: BootOptions,
+    args: &RunArgs,
+    prompt: String,
+) -> anyhow::Result<u8> {
+    // Installed first, so a Ctrl-C during boot is not lost: it cancels the turn at once.
+    let mut interrupts = signal(SignalKind::interrupt())?;
+    let runtime = Runtime::boot(settings, options)?;
+    let result = drive(&runtime, args, prompt, &mut interrupts).await;
+    runtime.shutdown();
+    result
+}
+
+/// Which session the run continues, if any.
+fn session_to_resume(runtime: &Runtime, args: &RunArgs) -> Result<Option<SessionId>, AppError> {
+    if args.resume.is_none() && !args.continue_ {
+        return Ok(None);
+    }
+    let persistence = runtime.persistence().ok_or(AppError::MissingPart {
+        service: "session store",
+        row: crate::config::PERSISTENCE_ROW,
+    })?;
+    let summary = match &args.resume {
+        Some(query) => find_session(&*persistence, query)?,
+        None => latest_session(&*persistence, runtime.workspace())?,
+    };
+    Ok(Some(SessionId::new(summary.id)))
+}
+
+async fn drive(
+    runtime: &Runtime,
+    args: &RunArgs,
+    prompt: String,
+    interrupts: &mut Signal,
+) -> anyhow::Result<u8> {
+    let resume = session_to_resume(runtime, args)?;
+    let output = Arc::new(RunOutput::new(
+        args.json,
+        Box::new(std::io::stdout()),
+        Box::new(std::io::stderr()),
+    ));
+    let cap_hit = Arc::new(AtomicBool::new(false));
+    let start = AgentStart {
+        session_id: None,
+        max_steps: args.max_turns,
+        step_cap_hit: Some(cap_hit.clone()),
+    };
+    let id = resume.clone().unwrap_or_else(Runtime::new_session_id);
+    output.session(id.as_str(), resume.is_some());
+    let printer = output.clone();
+    let subscription = runtime.subscribe(id.clone(), move |event| printer.event(event))?;
+    let notice = (!args.json).then(|| spawn_sandbox_notice(runtime, output.clone()));
+    let handle = match resume {
+        Some(id) => runtime.resume_agent(id, start).await,
+        None => {
+            runtime
+                .create_agent(AgentStart {
+                    session_id: Some(id.clone()),
+                    ..start
+                })
+                .await
+        }
+    };
+    let handle = match handle {
+        Ok(handle) => handle,
+        Err(error) => {
+            subscription.dispose();
+            return Err(error.into());
+        }
+    };
+    let sent = handle.agent().followup(Message::user_text(prompt));
+    if let Err(error) = sent {
+        handle.dispose().await;
+        subscription.dispose();
+        return Err(anyhow::Error::new(error).context("cannot send the prompt"));
+    }
+    wait_for_turn(&handle, interrupts).await;
+    // Ordered teardown; the loop flushes the session before disposal completes.
+    handle.dispose().await;
+    subscription.dispose();
+    if let Some(Some(thread)) = notice {
+        let _ = thread.join();
+    }
+    let cap = cap_hit
+        .load(Ordering::SeqCst)
+        .then_some(args.max_turns)
+        .flatten();
+    output.finish(id.as_str(), cap);
+    Ok(exit_status(output.outcome().as_ref()))
+}
+
+/// Waits until the agent is idle; the first SIGINT cancels the turn (and we keep waiting for
+/// it to close), a second one exits immediately.
+async fn wait_for_turn(handle: &AgentHandle, interrupts: &mut Signal) {
+    let agent = handle.agent().clone();
+    let idle = agent.when_idle();
+    tokio::pin!(idle);
+    tokio::select! {
+        () = &mut idle => return,
+        _ = interrupts.recv() => {}
+    }
+    if let Err(error) = agent.cancel(AgentCancelCause::User, CancelOptions::default()) {
+        eprintln!("dsh: cancelling: {error}");
+    }
+    tokio::select! {
+        () = &mut idle => {}
+        _ = interrupts.recv() => {
+            eprintln!("dsh: interrupted twice; exiting without waiting for the turn to close");
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+    }
+}
+
+/// Probes the sandbox off the hot path and says once, on stderr, what it cannot enforce.
+fn spawn_sandbox_notice(
+    runtime: &Runtime,
+    output: Arc<RunOutput>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let mode = runtime.settings().sandbox.mode.value;
+    if mode == crate::config::SandboxMode::DangerFullAccess {
+        return None;
+    }
+    let mode = crate::app::tool_sandbox_mode(mode);
+    Some(std::thread::spawn(move || {
+        if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
+            output.note(&format!("dsh: {}", notice.message));
+        }
+    }))
+}

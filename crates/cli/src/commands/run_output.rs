@@ -1,0 +1,256 @@
+//! What `dsh run` prints while a session runs, folded from its session events.
+//!
+//! - Human mode: the answer's text deltas go to stdout as they arrive; one line per tool
+//!   call, failed tool result, retry and approval goes to stderr.
+//! - JSON mode (`--json`): JSON Lines on stdout: a `session` line, every session event
+//!   exactly as the log stores it, and a final `result` line.
+//!
+//! Output errors (a closed pipe) never stop the run: the log is the record, not the screen.
+
+use crate::tui::args_summary;
+use dsh_protocol::{StreamChunk, TokenUsage};
+use dsh_session::{EventData, SessionEvent, TurnEndCancelCause, TurnEndReason};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::sync::{Mutex, PoisonError};
+
+/// Where the run's output goes and in which form.
+pub struct RunOutput {
+    json: bool,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for RunOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOutput")
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    out: Box<dyn Write + Send>,
+    err: Box<dyn Write + Send>,
+    /// Whether stdout ends with a newline (or nothing was written).
+    at_line_start: bool,
+    /// The reason of the latest `turn/end` seen.
+    last_end: Option<TurnEndReason>,
+    usage: TokenUsage,
+}
+
+/// Sums token counts; optional counts stay absent until some message reports them.
+fn add_usage(total: &mut TokenUsage, usage: &TokenUsage) {
+    let add = |a: &mut Option<u64>, b: Option<u64>| {
+        if let Some(b) = b {
+            *a = Some(a.unwrap_or(0) + b);
+        }
+    };
+    total.input_tokens += usage.input_tokens;
+    total.output_tokens += usage.output_tokens;
+    add(&mut total.cache_read_tokens, usage.cache_read_tokens);
+    add(&mut total.cache_write_tokens, usage.cache_write_tokens);
+    add(&mut total.reasoning_tokens, usage.reasoning_tokens);
+}
+
+/// The exit status a turn-end reason stands for.
+pub fn exit_status(reason: Option<&TurnEndReason>) -> u8 {
+    match reason {
+        Some(TurnEndReason::Completed) => super::exit::SUCCESS,
+        Some(TurnEndReason::Aborted {
+            reason: TurnEndCancelCause::User,
+        }) => super::exit::INTERRUPTED,
+        _ => super::exit::FAILURE,
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+impl RunOutput {
+    pub fn new(json: bool, out: Box<dyn Write + Send>, err: Box<dyn Write + Send>) -> Self {
+        Self {
+            json,
+            state: Mutex::new(State {
+                out,
+                err,
+                at_line_start: true,
+                last_end: None,
+                usage: TokenUsage::default(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The first JSON line, before any event.
+    pub fn session(&self, id: &str, resumed: bool) {
+        if self.json {
+            let line = json!({
+                "type": "session",
+                "id": id,
+                "version": dsh_session::SESSION_FORMAT_VERSION,
+                "resumed": resumed,
+            });
+            self.state().json_line(&line);
+        }
+    }
+
+    /// One appended event.
+    pub fn event(&self, event: &SessionEvent) {
+        let mut state = self.state();
+        match &event.data {
+            EventData::TurnEnd(end) => state.last_end = Some(end.reason.clone()),
+            EventData::AssistantMessage(message) => {
+                if let Some(usage) = &message.usage {
+                    add_usage(&mut state.usage, usage);
+                }
+            }
+            _ => {}
+        }
+        if self.json {
+            match serde_json::to_value(event) {
+                Ok(value) => state.json_line(&value),
+                Err(error) => {
+                    state.note(&format!("dsh: cannot print event {}: {error}", event.seq))
+                }
+            }
+        } else {
+            state.human(event);
+        }
+    }
+
+    /// The reason of the last `turn/end` seen.
+    pub fn outcome(&self) -> Option<TurnEndReason> {
+        self.state().last_end.clone()
+    }
+
+    /// A progress or diagnostic line for stderr (human mode), after the answer's partial
+    /// line is ended.
+    pub fn note(&self, text: &str) {
+        self.state().note(text);
+    }
+
+    /// The last line: the `result` object, or the outcome and session id on stderr.
+    pub fn finish(&self, session_id: &str, stopped_by_cap: Option<u64>) {
+        let mut state = self.state();
+        let reason = state.last_end.clone();
+        if self.json {
+            let line = json!({
+                "type": "result",
+                "session": session_id,
+                "outcome": reason.as_ref().map_or(Value::Null, |r| serde_json::to_value(r).unwrap_or(Value::Null)),
+                "usage": serde_json::to_value(&state.usage).unwrap_or(Value::Null),
+            });
+            state.json_line(&line);
+            return;
+        }
+        match &reason {
+            Some(TurnEndReason::Completed) | None => {}
+            Some(TurnEndReason::Error { error }) => {
+                state.note(&format!(
+                    "dsh: the turn failed: {} ({})",
+                    error.message, error.code
+                ));
+            }
+            Some(TurnEndReason::MaxTokens) => {
+                state.note("dsh: the answer was cut off at the model's output limit (max-tokens)");
+            }
+            Some(TurnEndReason::Blocked) => match stopped_by_cap {
+                Some(cap) => state.note(&format!(
+                    "dsh: stopped after {cap} model requests (--max-turns {cap})"
+                )),
+                None => state.note("dsh: the turn was blocked before the next model request"),
+            },
+            Some(TurnEndReason::Aborted { reason }) => {
+                let cause = serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "unknown".into());
+                state.note(&format!("dsh: interrupted ({cause})"));
+            }
+            Some(other) => {
+                let kind = serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "unknown".into());
+                state.note(&format!("dsh: the turn ended: {kind}"));
+            }
+        }
+        state.note(&format!("session: {session_id}"));
+    }
+}
+
+impl State {
+    fn json_line(&mut self, value: &Value) {
+        let mut line = value.to_string();
+        line.push('\n');
+        let _ = self.out.write_all(line.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    fn end_partial_line(&mut self) {
+        if !self.at_line_start {
+            let _ = self.out.write_all(b"\n");
+            let _ = self.out.flush();
+            self.at_line_start = true;
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        self.end_partial_line();
+        let _ = writeln!(self.err, "{text}");
+        let _ = self.err.flush();
+    }
+
+    fn human(&mut self, event: &SessionEvent) {
+        match &event.data {
+            EventData::AssistantChunk(chunk) => {
+                if let StreamChunk::TextDelta { text, .. } = &chunk.chunk {
+                    if text.is_empty() {
+                        return;
+                    }
+                    let _ = self.out.write_all(text.as_bytes());
+                    let _ = self.out.flush();
+                    self.at_line_start = text.ends_with('\n');
+                }
+            }
+            EventData::AssistantMessage(_) => self.end_partial_line(),
+            EventData::ToolCall(call) => {
+                let summary = args_summary(&call.name, &call.arguments);
+                self.note(&format!("→ {} {summary}", call.name));
+            }
+            EventData::ToolResult(result) => {
+                if let Some(error) = &result.error {
+                    let text = result.message.text();
+                    self.note(&format!("  ✗ {} ({})", first_line(&text), error.code));
+                }
+            }
+            EventData::LlmRetry(retry) => {
+                let of = retry.max_retries.map_or(String::new(), |m| format!("/{m}"));
+                self.note(&format!(
+                    "retrying the model request ({}{of}) in {:.1}s after {}: {}",
+                    retry.retry,
+                    retry.delay_ms / 1000.0,
+                    retry.failure.code,
+                    first_line(&retry.failure.message)
+                ));
+            }
+            EventData::Other { type_name, data } if type_name == "approval/asked" => {
+                let field = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or("");
+                self.note(&format!(
+                    "approval asked: {} {}",
+                    field("tool"),
+                    first_line(field("summary"))
+                ));
+            }
+            EventData::Other { type_name, data } if type_name == "approval/decided" => {
+                let decision = data.get("decision").and_then(Value::as_str).unwrap_or("?");
+                self.note(&format!("approval: {decision}"));
+            }
+            _ => {}
+        }
+    }
+}

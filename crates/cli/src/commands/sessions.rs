@@ -1,0 +1,283 @@
+//! `dsh sessions list|show|verify|repair|fork|export`: the stored sessions, read straight
+//! from the store (no runtime is booted, no model is contacted).
+//!
+//! Ids may be given as unique prefixes (with or without the `session-` prefix). Listing
+//! reads the index only; `show`, `verify` and `export` read one log each.
+
+use super::repair;
+use super::{exit, GlobalArgs, SessionsCommand, UsageError};
+use crate::app::{find_session, persistence_config, sessions_of, Runtime};
+use crate::config::{load, Env};
+use crate::tui::{transcript_lines, Transcript};
+use dsh_protocol::SessionId;
+use dsh_store::{
+    read_log, JsonlBackend, JsonlConfig, SessionPersistence, SessionSummary, StoreError,
+};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The store the settings point at (same root and encoding as runs write).
+pub(super) struct Store {
+    pub backend: JsonlBackend,
+    pub workspace: PathBuf,
+}
+
+impl Store {
+    fn open(global: &GlobalArgs, env: &dyn Env) -> anyhow::Result<Self> {
+        let settings = load(env, &global.overrides())?;
+        let config = persistence_config(&settings)?;
+        let backend = JsonlBackend::new(JsonlConfig {
+            root: config.root,
+            compression: config.compression,
+            pack_chunks: config.pack_chunks,
+        });
+        // Sessions of a directory that no longer exists (or of another machine) are still
+        // listed by the path they recorded.
+        let cwd = match &global.cwd {
+            Some(cwd) => cwd.clone(),
+            None => std::env::current_dir()?,
+        };
+        let workspace = cwd.canonicalize().unwrap_or(cwd);
+        Ok(Self { backend, workspace })
+    }
+
+    pub fn resolve(&self, query: &str) -> anyhow::Result<SessionId> {
+        Ok(SessionId::new(find_session(&self.backend, query)?.id))
+    }
+}
+
+pub(super) fn sessions(
+    global: &GlobalArgs,
+    command: &SessionsCommand,
+    env: &dyn Env,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let store = Store::open(global, env)?;
+    match command {
+        SessionsCommand::List { all, json } => list(&store, *all, *json, out),
+        SessionsCommand::Show { id, json } => show(&store, id, *json, out),
+        SessionsCommand::Verify { id, all } => verify(&store, id.as_deref(), *all, out),
+        SessionsCommand::Repair { id } => repair::repair(&store, id, out),
+        SessionsCommand::Fork { id, at } => {
+            let source = store.resolve(id)?;
+            let child = Runtime::new_session_id();
+            let header = dsh_store::fork_stored(&store.backend, &source, *at, child)?;
+            writeln!(out, "{}", header.id.as_str())?;
+            Ok(exit::SUCCESS)
+        }
+        SessionsCommand::Export { id, output } => export(&store, id, output.as_deref(), out),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of an epoch-millisecond time.
+pub(super) fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let date = crate::persona::civil_date(secs / 86_400);
+    let of_day = secs % 86_400;
+    format!("{date} {:02}:{:02}", of_day / 3600, (of_day % 3600) / 60)
+}
+
+fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let summaries: Vec<SessionSummary> = if all {
+        store.backend.list()?
+    } else {
+        sessions_of(&store.backend, &store.workspace)?
+    };
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&summaries)?)?;
+        return Ok(exit::SUCCESS);
+    }
+    if summaries.is_empty() {
+        let place = if all {
+            "the store".to_owned()
+        } else {
+            format!(
+                "{} (--all lists every workspace)",
+                store.workspace.display()
+            )
+        };
+        eprintln!("no stored sessions in {place}");
+        return Ok(exit::SUCCESS);
+    }
+    let width = summaries.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{:width$}  {:16}  {:>5}  {:11}  {}",
+        "ID",
+        "UPDATED (UTC)",
+        "TURNS",
+        "OUTCOME",
+        if all { "WORKSPACE / TITLE" } else { "TITLE" }
+    )?;
+    for s in &summaries {
+        let outcome = match (&s.problem, &s.last_outcome) {
+            (Some(_), _) => "unreadable",
+            (None, Some(kind)) => kind.as_str(),
+            (None, None) => "-",
+        };
+        let title = s.title.as_deref().unwrap_or("");
+        let title = if all {
+            format!("{}  {title}", s.cwd.as_deref().unwrap_or("?"))
+        } else {
+            title.to_owned()
+        };
+        writeln!(
+            out,
+            "{:width$}  {:16}  {:>5}  {:11}  {}",
+            s.id,
+            format_time(s.updated_at),
+            s.turns,
+            outcome,
+            title.trim_end()
+        )?;
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// The stored log's header and events as JSON values (packed rows expanded, a torn tail
+/// left out), exactly as stored otherwise.
+pub(super) fn raw_log(store: &Store, id: &SessionId) -> anyhow::Result<(Value, Vec<Value>)> {
+    let path = store.backend.locate(id)?;
+    let log = read_log(
+        &path,
+        store.backend.layout().compression(),
+        Some(id.as_str()),
+    )?;
+    Ok((log.header.to_value(), log.events))
+}
+
+fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let id = store.resolve(query)?;
+    if json {
+        let (header, events) = raw_log(store, &id)?;
+        writeln!(out, "{header}")?;
+        for event in events {
+            writeln!(out, "{event}")?;
+        }
+        return Ok(exit::SUCCESS);
+    }
+    let stored = store.backend.load(&id)?;
+    let header = &stored.header;
+    writeln!(
+        out,
+        "session {}  ·  {}  ·  created {} UTC",
+        header.id.as_str(),
+        header.cwd.as_deref().unwrap_or("?"),
+        format_time(header.created_at)
+    )?;
+    writeln!(out)?;
+    let transcript = Transcript::from_events(stored.events.iter().map(|e| &**e));
+    for line in transcript_lines(&transcript, terminal_width()) {
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        writeln!(out, "{}", text.trim_end())?;
+    }
+    if let Some(tail) = &stored.torn_tail {
+        writeln!(
+            out,
+            "\n(the log ends in a torn tail at {}; resuming or `dsh sessions repair` cuts it)",
+            tail.at
+        )?;
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn terminal_width() -> u16 {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|w| *w >= 20)
+        .unwrap_or(100)
+}
+
+fn verify(
+    store: &Store,
+    query: Option<&str>,
+    all: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let ids: Vec<SessionId> = match (query, all) {
+        (Some(query), false) => vec![store.resolve(query)?],
+        (None, true) => store
+            .backend
+            .list()?
+            .into_iter()
+            .map(|s| SessionId::new(s.id))
+            .collect(),
+        _ => return Err(UsageError("give a session id, or --all".into()).into()),
+    };
+    let mut corrupt = 0usize;
+    for id in &ids {
+        match store.backend.inspect(id) {
+            Ok(inspection) if !inspection.needs_repair() => writeln!(
+                out,
+                "ok       {}  {} events  {}",
+                id.as_str(),
+                inspection.events,
+                inspection.path.display()
+            )?,
+            Ok(inspection) => {
+                let mut what = Vec::new();
+                if let Some(tail) = &inspection.torn_tail {
+                    what.push(format!("a torn tail from {} ({:?})", tail.at, tail.reason));
+                }
+                if !inspection.pending_closers.is_empty() {
+                    what.push(format!(
+                        "a turn left open ({} closing events owed)",
+                        inspection.pending_closers.len()
+                    ));
+                }
+                writeln!(
+                    out,
+                    "repair   {}  {}: {}; resuming it or `dsh sessions repair {}` fixes this",
+                    id.as_str(),
+                    inspection.path.display(),
+                    what.join(" and "),
+                    id.as_str()
+                )?;
+            }
+            Err(error) => {
+                corrupt += 1;
+                writeln!(out, "CORRUPT  {}  {}", id.as_str(), describe(&error))?;
+            }
+        }
+    }
+    if corrupt > 0 {
+        eprintln!("dsh: {corrupt} of {} session logs are damaged", ids.len());
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// A store error with the file (and line) first, for verify's report.
+fn describe(error: &StoreError) -> String {
+    format!("{error} [{}]", error.code())
+}
+
+fn export(
+    store: &Store,
+    query: &str,
+    output: Option<&Path>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let id = store.resolve(query)?;
+    let (header, events) = raw_log(store, &id)?;
+    let mut text = String::new();
+    for value in std::iter::once(&header).chain(events.iter()) {
+        text.push_str(&value.to_string());
+        text.push('\n');
+    }
+    match output {
+        Some(path) if path == Path::new("-") => out.write_all(text.as_bytes())?,
+        _ => {
+            let path = output
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(format!("{}.dsh-session.jsonl", id.as_str())));
+            std::fs::write(&path, text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            writeln!(out, "{}", path.display())?;
+            eprintln!("exported {} events of {}", events.len(), id.as_str());
+        }
+    }
+    Ok(exit::SUCCESS)
+}
