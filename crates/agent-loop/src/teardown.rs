@@ -109,34 +109,48 @@ impl Lifecycle {
     /// Starts (once) and returns the shared teardown. It is spawned, so it completes even
     /// if nobody awaits it.
     pub(crate) fn dispose(self: &Arc<Self>) -> BoxFuture<'static, ()> {
-        let shared = {
+        let (shared, first) = {
             let mut slot = lock(&self.disposal);
             match slot.as_ref() {
-                Some(shared) => shared.clone(),
+                Some(shared) => (shared.clone(), false),
                 None => {
                     let shared = teardown(self.clone()).boxed().shared();
                     *slot = Some(shared.clone());
-                    let runtime = self
-                        .runtime
-                        .clone()
-                        .or_else(|| tokio::runtime::Handle::try_current().ok());
-                    if let Some(runtime) = runtime {
-                        runtime.spawn(shared.clone());
-                    }
-                    shared
+                    (shared, true)
                 }
             }
         };
+        if first {
+            // The synchronous prefix runs before `dispose()` returns (outside the slot lock,
+            // since cancelling notifies listeners that may dispose again): a cancel or a
+            // send made right after `dispose()` finds the work already aborted as
+            // `disposed`, so the turn ends `aborted/disposed` and nothing latches.
+            self.begin_teardown();
+            let runtime = self
+                .runtime
+                .clone()
+                .or_else(|| tokio::runtime::Handle::try_current().ok());
+            if let Some(runtime) = runtime {
+                runtime.spawn(shared.clone());
+            }
+        }
         Box::pin(shared)
+    }
+
+    /// Teardown steps 1–2: abort creation, cancel the agent with `disposed`.
+    fn begin_teardown(&self) {
+        self.creation.cancel();
+        if let Some(agent) = self.agent.get() {
+            if let Err(error) = agent.cancel(AgentCancelCause::Disposed, CancelOptions::default()) {
+                tracing::warn!(agent = %agent.id(), %error, "could not cancel the inbox during disposal");
+            }
+        }
     }
 }
 
+/// The rest of the teardown, after [`Lifecycle::begin_teardown`].
 async fn teardown(lifecycle: Arc<Lifecycle>) {
-    lifecycle.creation.cancel();
     if let Some(agent) = lifecycle.agent.get() {
-        if let Err(error) = agent.cancel(AgentCancelCause::Disposed, CancelOptions::default()) {
-            tracing::warn!(agent = %agent.id(), %error, "could not cancel the inbox during disposal");
-        }
         agent.when_idle().await;
         // The turn's closing events and the canceled inbox splices must be durable before
         // `dispose()` resolves: a process that exits right after disposing an agent must not
