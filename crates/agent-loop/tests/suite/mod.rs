@@ -11,3 +11,4 @@ mod expect;
 mod support;
 mod invariants_turns;
 mod invariants_log;
+mod invariants_agent;

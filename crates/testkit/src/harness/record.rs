@@ -112,6 +112,11 @@ impl Recording {
         self.lock().push(line);
     }
 
+    /// Adds a line of the test's own (e.g. from an effect), to check its place among events.
+    pub fn note(&self, line: impl Into<String>) {
+        self.push(line.into());
+    }
+
     /// Every line so far.
     pub fn lines(&self) -> Vec<String> {
         self.lock().clone()
