@@ -12,3 +12,4 @@ mod support;
 mod invariants_turns;
 mod invariants_log;
 mod invariants_agent;
+mod cancel_windows;
