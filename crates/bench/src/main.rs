@@ -4,12 +4,14 @@
 //! with the command that reproduces them. Run in release mode:
 //! `cargo run --release -p dsh-bench -- all`.
 
+mod adapter_ingest;
 mod derive_messages;
 mod session_append;
 mod session_list;
 mod session_resume;
 mod stats;
 mod store_append;
+mod tool_loop;
 mod workload;
 
 use std::process::ExitCode;
@@ -46,6 +48,16 @@ const BENCHES: &[Bench] = &[
         name: "session-list",
         about: "list 10k stored sessions with a fresh index (budget: <= 50 ms)",
         run: session_list::run,
+    },
+    Bench {
+        name: "tool-loop",
+        about: "20-step tool loop against the mock server (budget: harness <= 1 ms/step)",
+        run: tool_loop::run,
+    },
+    Bench {
+        name: "adapter-ingest",
+        about: "adapter ingests a 10k-chunk stream over HTTP (budget: >= 200,000 chunks/s)",
+        run: adapter_ingest::run,
     },
 ];
 
