@@ -1,1 +1,4 @@
 mod binary;
+mod run;
+mod run_support;
+mod sessions;
