@@ -36,6 +36,8 @@ pub struct ApprovalPrompt {
     pub summary: String,
     /// Why approval is needed, when known.
     pub reason: Option<String>,
+    /// What "allow for this session" would remember, when known.
+    pub grant: Option<String>,
     selected: ApprovalChoice,
 }
 
@@ -50,8 +52,14 @@ impl ApprovalPrompt {
             tool: tool.into(),
             summary: summary.into(),
             reason,
+            grant: None,
             selected: ApprovalChoice::AllowOnce,
         }
+    }
+
+    /// Names what "allow for this session" covers (shown under the choices).
+    pub fn set_grant(&mut self, grant: impl Into<String>) {
+        self.grant = Some(grant.into());
     }
 
     pub fn selected(&self) -> ApprovalChoice {
@@ -115,6 +123,12 @@ impl ApprovalPrompt {
             }
         }
         lines.push(Line::from(choices));
+        if let Some(grant) = &self.grant {
+            lines.push(Line::styled(
+                truncate(&format!("a / s / d · this session covers {grant}"), inner),
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
         lines
     }
 }

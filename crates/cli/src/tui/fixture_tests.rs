@@ -102,7 +102,7 @@ fn bash_fixture() {
     );
     assert_eq!(
         StatusLine::new(&transcript).text(),
-        "deepseek-v4-flash (deepseek-official) · 16.1k in / 67 out · context 0.8% of 1M · idle"
+        "idle · deepseek-v4-flash (deepseek-official) · 16.1k in / 67 out · context 0.8% of 1M"
     );
 }
 

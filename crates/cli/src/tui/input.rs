@@ -16,6 +16,8 @@ pub struct InputBox {
     text: String,
     cursor: usize,
     queue: Vec<String>,
+    /// Steering sent while the agent works and not yet read by it.
+    steering: Vec<String>,
 }
 
 impl InputBox {
@@ -104,10 +106,25 @@ impl InputBox {
         &self.queue
     }
 
+    /// Replaces the queued follow-ups and the unread steering with what the agent's inbox
+    /// holds (the interactive UI mirrors the inbox instead of keeping its own queue).
+    pub fn set_pending(&mut self, follow_ups: Vec<String>, steering: Vec<String>) {
+        self.queue = follow_ups;
+        self.steering = steering;
+    }
+
+    pub fn steering(&self) -> &[String] {
+        &self.steering
+    }
+
+    fn pending_rows(&self) -> usize {
+        self.queue.len() + self.steering.len()
+    }
+
     /// Rows the box needs at `width`: queued lines, a rule, and the wrapped text.
     pub fn height(&self, width: u16) -> u16 {
         let text_rows = self.text_lines(width).len();
-        u16::try_from(self.queue.len() + 1 + text_rows).unwrap_or(u16::MAX)
+        u16::try_from(self.pending_rows() + 1 + text_rows).unwrap_or(u16::MAX)
     }
 
     /// Where the terminal cursor goes when the box is drawn in `area`.
@@ -119,7 +136,7 @@ impl InputBox {
         let rows = wrap(before, inner);
         let row = rows.len().saturating_sub(1);
         let col = rows.last().map_or(0, |r| r.width());
-        let y = area.y + u16::try_from(self.queue.len() + 1 + row).unwrap_or(0);
+        let y = area.y + u16::try_from(self.pending_rows() + 1 + row).unwrap_or(0);
         let x = area.x + u16::try_from(PROMPT.width() + col).unwrap_or(0);
         Position::new(
             x.min(area.right().saturating_sub(1)),
@@ -133,7 +150,7 @@ impl InputBox {
     }
 }
 
-/// Draws an [`InputBox`]; `busy` switches the hint to say Enter queues a follow-up.
+/// Draws an [`InputBox`]; `busy` switches the hint to the keys that steer, queue and cancel.
 #[derive(Clone, Copy, Debug)]
 pub struct InputView<'a> {
     input: &'a InputBox,
@@ -150,13 +167,13 @@ impl Widget for InputView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let width = usize::from(area.width);
         let dim = Style::new().add_modifier(Modifier::DIM);
-        let mut lines: Vec<Line<'static>> = self
-            .input
-            .queue
-            .iter()
-            .map(|q| {
+        let steering = self.input.steering.iter().map(|s| ("steering › ", s));
+        let queued = self.input.queue.iter().map(|q| ("queued › ", q));
+        let mut lines: Vec<Line<'static>> = steering
+            .chain(queued)
+            .map(|(label, text)| {
                 Line::styled(
-                    truncate(&format!("queued › {}", q.replace('\n', " ")), width),
+                    truncate(&format!("{label}{}", text.replace('\n', " ")), width),
                     dim,
                 )
             })
@@ -164,7 +181,7 @@ impl Widget for InputView<'_> {
         lines.push(Line::styled("─".repeat(width), dim));
         if self.input.text.is_empty() {
             let hint = if self.busy {
-                "type to steer; Enter queues a follow-up"
+                "Enter steers · Tab queues a follow-up · Esc cancels"
             } else {
                 "type a task; Enter sends"
             };

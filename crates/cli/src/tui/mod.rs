@@ -4,11 +4,12 @@
 //! rendering of it into a ratatui buffer: [`transcript_lines`] / [`TranscriptView`] for the
 //! conversation, [`StatusLine`], the [`InputBox`] with its follow-up queue, and the
 //! [`ApprovalPrompt`]. [`Screen`] lays them out. Driving the terminal (events, the inline
-//! viewport, pushing settled lines into scrollback) is the event loop's job, not this
-//! module's.
+//! viewport, pushing settled lines into scrollback) is the job of [`interactive`]; the view
+//! files do no I/O.
 
 mod approval;
 mod input;
+pub mod interactive;
 mod lines;
 mod text;
 mod transcript;
@@ -16,7 +17,7 @@ mod views;
 
 pub use approval::{ApprovalChoice, ApprovalPrompt};
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, RESULT_PREVIEW_LINES};
+pub use lines::{entry_lines, transcript_lines, transcript_lines_from, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     Entry, RetryNotice, RunState, ToolCard, ToolState, Transcript, TurnOutcome, UsageTotals,

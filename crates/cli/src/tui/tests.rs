@@ -350,11 +350,11 @@ fn the_status_line() {
     );
     assert_eq!(
         draw(90, 1, StatusLine::new(&transcript)),
-        "deepseek-v4-flash (deepseek-official) · 10k in / 12 out · context 1.0% of 1M · idle"
+        "idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · context 1.0% of 1M"
     );
     assert_eq!(
         draw(40, 1, StatusLine::new(&transcript)),
-        "deepseek-v4-flash (deepseek-official) ·…"
+        "idle · deepseek-v4-flash (deepseek-offi…"
     );
     let mut running = Log::default();
     running.turn_start(4);
@@ -362,7 +362,7 @@ fn the_status_line() {
     fresh.set_route("openai-compatible", "qwen3", None);
     assert_eq!(
         draw(80, 1, StatusLine::new(&fresh)),
-        "qwen3 (openai-compatible) · 0 in / 0 out · running · turn 4 step 1"
+        "running · turn 4 step 1 · qwen3 (openai-compatible) · 0 in / 0 out"
     );
 }
 
@@ -399,7 +399,7 @@ fn an_approval_prompt_on_the_full_screen() {
          queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
          › type a task; Enter sends\n\
-         deepseek-v4-flash (deepseek-official) · 10k in / 12 out · c…"
+         waiting for your approval · deepseek-v4-flash (deepseek-off…"
     );
 }
 

@@ -1,6 +1,6 @@
 //! Widgets over the transcript: the scrolling conversation and the status line.
 
-use super::lines::transcript_lines;
+use super::lines::transcript_lines_from;
 use super::text::{compact_count, percent, truncate};
 use super::transcript::{RunState, Transcript};
 use ratatui::buffer::Buffer;
@@ -13,11 +13,21 @@ use ratatui::widgets::Widget;
 #[derive(Clone, Copy, Debug)]
 pub struct TranscriptView<'a> {
     transcript: &'a Transcript,
+    first: usize,
 }
 
 impl<'a> TranscriptView<'a> {
     pub fn new(transcript: &'a Transcript) -> Self {
-        Self { transcript }
+        Self {
+            transcript,
+            first: 0,
+        }
+    }
+
+    /// Shows entries from index `first` on (the earlier ones are in scrollback).
+    pub fn starting_at(mut self, first: usize) -> Self {
+        self.first = first;
+        self
     }
 }
 
@@ -26,7 +36,7 @@ impl Widget for TranscriptView<'_> {
         if area.is_empty() {
             return;
         }
-        let lines = transcript_lines(self.transcript, area.width);
+        let lines = transcript_lines_from(self.transcript, self.first, area.width);
         let shown = lines.len().min(usize::from(area.height));
         let top = area.bottom() - u16::try_from(shown).unwrap_or(area.height);
         for (i, line) in lines[lines.len() - shown..].iter().enumerate() {
@@ -36,7 +46,8 @@ impl Widget for TranscriptView<'_> {
     }
 }
 
-/// One line: model, token usage, context fill and what the agent is doing.
+/// One line: what the agent is doing (first, so a narrow terminal never cuts it), the
+/// model, token usage and context fill.
 #[derive(Clone, Copy, Debug)]
 pub struct StatusLine<'a> {
     transcript: &'a Transcript,
@@ -61,25 +72,6 @@ impl<'a> StatusLine<'a> {
     pub fn text(&self) -> String {
         let t = self.transcript;
         let mut parts = Vec::new();
-        parts.push(match (t.model(), t.provider()) {
-            (Some(model), Some(provider)) => format!("{model} ({provider})"),
-            (Some(model), None) => model.to_owned(),
-            _ => "no model yet".to_owned(),
-        });
-        let usage = t.usage();
-        parts.push(format!(
-            "{} in / {} out",
-            compact_count(usage.input),
-            compact_count(usage.output)
-        ));
-        if let Some(window) = t.context_window() {
-            let fill = usage.last_prompt.unwrap_or(0);
-            parts.push(format!(
-                "context {} of {}",
-                percent(fill, window),
-                compact_count(window)
-            ));
-        }
         parts.push(match self.note {
             Some(note) => note.to_owned(),
             None => match t.run_state() {
@@ -101,6 +93,25 @@ impl<'a> StatusLine<'a> {
                 } => format!("retrying ({retry})"),
             },
         });
+        parts.push(match (t.model(), t.provider()) {
+            (Some(model), Some(provider)) => format!("{model} ({provider})"),
+            (Some(model), None) => model.to_owned(),
+            _ => "no model yet".to_owned(),
+        });
+        let usage = t.usage();
+        parts.push(format!(
+            "{} in / {} out",
+            compact_count(usage.input),
+            compact_count(usage.output)
+        ));
+        if let Some(window) = t.context_window() {
+            let fill = usage.last_prompt.unwrap_or(0);
+            parts.push(format!(
+                "context {} of {}",
+                percent(fill, window),
+                compact_count(window)
+            ));
+        }
         parts.join(" · ")
     }
 }

@@ -2,3 +2,5 @@ mod binary;
 mod run;
 mod run_support;
 mod sessions;
+mod tui_state;
+mod tui_support;

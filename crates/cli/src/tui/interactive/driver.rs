@@ -1,0 +1,218 @@
+//! The seam between the terminal UI and the running application.
+//!
+//! The UI never touches agents, sessions or the kernel directly: it asks an [`AgentDriver`]
+//! to do things (steer, cancel, resume ...) and hears back through [`Input`]s that the
+//! application sends into the UI's channel (session events, approval questions). This keeps
+//! the UI testable with a scripted driver and lets the application own every resource.
+
+use super::state::Input;
+use dsh_protocol::SessionId;
+use dsh_session::SessionEvent;
+use dsh_tools_builtin::approval::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
+use dsh_tools_builtin::PermissionPreset;
+use futures_util::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::{mpsc, oneshot};
+
+/// What went wrong when the UI asked the application for something. Shown to the person as
+/// a one-line notice; the UI keeps running.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The request needs an idle agent (resume, fork, new session while a turn runs).
+    #[error("the agent is busy; press Esc to cancel the turn first")]
+    Busy,
+    #[error("no session {0} in this workspace")]
+    UnknownSession(String),
+    /// This build or configuration cannot do it.
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl DriverError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Busy => "AGENT_BUSY",
+            Self::UnknownSession(_) => "SESSION_NOT_FOUND",
+            Self::Unsupported(_) => "UNSUPPORTED",
+            Self::Failed(_) => "DRIVER_FAILED",
+        }
+    }
+
+    /// Wraps any error as [`DriverError::Failed`], keeping its causes in the text.
+    pub fn failed(error: impl std::fmt::Display) -> Self {
+        Self::Failed(error.to_string())
+    }
+}
+
+/// How a session came to be the one on screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenedHow {
+    /// A fresh session (at start or after `/clear`).
+    New,
+    /// An existing session, continued.
+    Resumed,
+    /// A fork of `parent`; its history is the parent's.
+    Forked { parent: SessionId },
+}
+
+/// A session the UI now shows: its id, its log so far and where requests go.
+#[derive(Clone, Debug)]
+pub struct OpenedSession {
+    pub id: SessionId,
+    pub how: OpenedHow,
+    /// The log up to the moment of opening; later events arrive as [`Input::Session`].
+    pub events: Vec<Arc<SessionEvent>>,
+    pub provider: String,
+    pub model: String,
+    pub context_window: Option<u64>,
+}
+
+/// One row of `/sessions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionListing {
+    pub id: SessionId,
+    /// When it was last written, as the application chooses to show it.
+    pub updated: String,
+    /// The first prompt (or a title), on one line.
+    pub title: String,
+    pub turns: u64,
+}
+
+/// The model choice `/model` shows and switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub model: String,
+}
+
+/// The application as the UI sees it. Everything the UI can make happen goes through here.
+///
+/// Quick calls are synchronous (they only touch memory and the log); the ones that may read
+/// or write files return futures, which the UI awaits before reading the next key.
+pub trait AgentDriver: Send + Sync {
+    /// Steers the current agent: starts a turn when idle, else claimed at the next step.
+    fn steer(&self, text: &str) -> Result<(), DriverError>;
+    /// Queues a prompt that becomes its own turn after the current one.
+    fn follow_up(&self, text: &str) -> Result<(), DriverError>;
+    /// Cancels the running turn as the user; queued input stays queued.
+    fn cancel(&self) -> Result<(), DriverError>;
+    fn model(&self) -> ModelInfo;
+    /// Switches the model for the next step; returns a note to show.
+    fn set_model(&self, model: &str) -> Result<String, DriverError>;
+    fn permission(&self) -> PermissionPreset;
+    /// Switches the session's sandbox mode and approval policy together.
+    fn set_permission(&self, preset: PermissionPreset) -> Result<(), DriverError>;
+    /// Sessions of this workspace, newest first.
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>>;
+    fn resume(&self, id: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
+    /// Forks the current session and continues in the child.
+    fn fork(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
+    fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
+    /// Stops work and makes everything durable; the UI exits afterwards.
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+/// Answers approval questions by putting them on screen.
+///
+/// Each question becomes an [`Input::ApprovalAsked`] with a fresh ticket; the UI's answer
+/// comes back through [`Answers::answer`]. If the UI is gone the call is denied, so a turn
+/// never hangs on a closed terminal.
+#[derive(Clone, Debug)]
+pub struct TuiAnswerer {
+    inputs: mpsc::UnboundedSender<Input>,
+    answers: Answers,
+}
+
+/// The open questions' reply slots, shared by the answerer and the UI runner.
+#[derive(Clone, Debug, Default)]
+pub struct Answers {
+    inner: Arc<AnswersInner>,
+}
+
+#[derive(Debug, Default)]
+struct AnswersInner {
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
+}
+
+impl Answers {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn open(&self) -> (u64, oneshot::Receiver<ApprovalDecision>) {
+        let ticket = self.inner.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = oneshot::channel();
+        self.slots().insert(ticket, tx);
+        (ticket, rx)
+    }
+
+    /// Delivers the person's answer; `false` when the question was withdrawn meanwhile.
+    pub fn answer(&self, ticket: u64, decision: ApprovalDecision) -> bool {
+        match self.slots().remove(&ticket) {
+            Some(slot) => slot.send(decision).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Whether the asker still waits for `ticket` (it stops when the turn is cancelled).
+    pub fn is_waiting(&self, ticket: u64) -> bool {
+        self.slots()
+            .get(&ticket)
+            .is_some_and(|slot| !slot.is_closed())
+    }
+
+    /// Forgets questions whose asker stopped waiting and returns their tickets.
+    pub fn take_withdrawn(&self) -> Vec<u64> {
+        let mut slots = self.slots();
+        let mut gone: Vec<u64> = slots
+            .iter()
+            .filter(|(_, slot)| slot.is_closed())
+            .map(|(ticket, _)| *ticket)
+            .collect();
+        gone.sort_unstable();
+        for ticket in &gone {
+            slots.remove(ticket);
+        }
+        gone
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<ApprovalDecision>>> {
+        self.inner
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl TuiAnswerer {
+    pub fn new(inputs: mpsc::UnboundedSender<Input>, answers: Answers) -> Self {
+        Self { inputs, answers }
+    }
+}
+
+impl ApprovalAnswerer for TuiAnswerer {
+    fn answer(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+        Box::pin(async move {
+            let (ticket, reply) = self.answers.open();
+            let closed = ApprovalDecision::Deny {
+                feedback: Some("the terminal UI closed before anyone answered".into()),
+            };
+            if self
+                .inputs
+                .send(Input::ApprovalAsked { ticket, request })
+                .is_err()
+            {
+                self.answers.slots().remove(&ticket);
+                return closed;
+            }
+            // Dropping this future (a cancelled turn) drops `reply`; the UI sees the slot
+            // closed and takes the prompt down.
+            reply.await.unwrap_or(closed)
+        })
+    }
+}

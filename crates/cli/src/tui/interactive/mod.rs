@@ -1,0 +1,34 @@
+//! The interactive terminal UI that `dsh` opens when run on a terminal without a command.
+//!
+//! It is built in three layers so most of it can be tested without a terminal:
+//!
+//! - [`InteractiveState`] is a pure state machine: [`Input`]s in (keys, session events,
+//!   approval questions, ticks), [`Effect`]s out (steer, cancel, answer, print to
+//!   scrollback ...).
+//! - [`Runner`] carries the effects out against an [`AgentDriver`] (the application seam)
+//!   and draws the [`LiveView`] into an inline viewport on any ratatui backend. Finished
+//!   transcript entries are printed above the viewport with `insert_before`, so they stay in
+//!   the terminal's own scrollback; the viewport shows only what still changes.
+//! - [`run_terminal`] wires the real terminal: raw mode, bracketed paste, a key reader
+//!   thread and SIGTERM.
+//!
+//! Approval questions reach the UI through [`TuiAnswerer`], the TUI's implementation of
+//! `dsh_tools_builtin::ApprovalAnswerer`.
+
+mod driver;
+mod pending;
+mod runner;
+pub mod slash;
+mod state;
+mod terminal;
+mod view;
+
+pub use driver::{
+    AgentDriver, Answers, DriverError, ModelInfo, OpenedHow, OpenedSession, SessionListing,
+    TuiAnswerer,
+};
+pub use pending::PendingInput;
+pub use runner::{session_lines, Runner, TICK_MS};
+pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
+pub use terminal::{run_terminal, viewport_height};
+pub use view::LiveView;

@@ -1,0 +1,225 @@
+//! The event loop: feeds inputs to the state machine, carries out its effects against the
+//! [`AgentDriver`], prints settled lines into scrollback and redraws the live area.
+//!
+//! [`Runner`] works on any ratatui backend (tests use `TestBackend` with an inline
+//! viewport); [`run_terminal`] sets up the real terminal around it.
+
+use super::driver::{AgentDriver, Answers, SessionListing};
+use super::slash::permission_lines;
+use super::state::{Effect, Input, InteractiveState};
+use super::view::LiveView;
+use dsh_protocol::SessionId;
+use ratatui::backend::Backend;
+use ratatui::buffer::Buffer;
+use ratatui::text::Line;
+use ratatui::Terminal;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// How often [`Input::Tick`] arrives, in milliseconds.
+pub const TICK_MS: u64 = 250;
+
+/// The most lines handed to one `insert_before` call (its height is a `u16`).
+const INSERT_CHUNK: usize = 1000;
+
+/// Drives one [`InteractiveState`] on one terminal.
+pub struct Runner<B: Backend> {
+    terminal: Terminal<B>,
+    state: InteractiveState,
+    driver: Arc<dyn AgentDriver>,
+    answers: Answers,
+}
+
+impl<B: Backend> std::fmt::Debug for Runner<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Runner<B> {
+    /// A runner over `terminal` (normally an inline viewport), sized to its width.
+    pub fn new(
+        terminal: Terminal<B>,
+        driver: Arc<dyn AgentDriver>,
+        answers: Answers,
+    ) -> io::Result<Self> {
+        let width = terminal.size()?.width;
+        Ok(Self {
+            terminal,
+            state: InteractiveState::new(width),
+            driver,
+            answers,
+        })
+    }
+
+    pub fn state(&self) -> &InteractiveState {
+        &self.state
+    }
+
+    pub fn terminal(&self) -> &Terminal<B> {
+        &self.terminal
+    }
+
+    pub fn terminal_mut(&mut self) -> &mut Terminal<B> {
+        &mut self.terminal
+    }
+
+    /// Folds `input` in and carries out everything it leads to, including the inputs that
+    /// effects produce (a resumed session, a listing). Does not redraw.
+    pub async fn handle(&mut self, input: Input) -> io::Result<()> {
+        let mut inputs = VecDeque::from([input]);
+        if matches!(inputs.front(), Some(Input::Tick)) {
+            for ticket in self.answers.take_withdrawn() {
+                inputs.push_back(Input::ApprovalWithdrawn { ticket });
+            }
+        }
+        while let Some(input) = inputs.pop_front() {
+            for effect in self.state.reduce(input) {
+                self.execute(effect, &mut inputs).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Draws the live area.
+    pub fn draw(&mut self) -> io::Result<()> {
+        let state = &self.state;
+        self.terminal.draw(|frame| {
+            let area = frame.area();
+            let view = LiveView::new(state);
+            if let Some(cursor) = view.cursor(area) {
+                frame.set_cursor_position(cursor);
+            }
+            frame.render_widget(view, area);
+        })?;
+        Ok(())
+    }
+
+    /// Runs until the person quits or `inputs` closes, then shuts the driver down.
+    pub async fn run(&mut self, inputs: &mut mpsc::UnboundedReceiver<Input>) -> io::Result<()> {
+        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(TICK_MS));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.draw()?;
+        while !self.state.is_quitting() {
+            let input = tokio::select! {
+                input = inputs.recv() => match input {
+                    Some(input) => input,
+                    None => break,
+                },
+                _ = ticks.tick() => Input::Tick,
+            };
+            self.handle(input).await?;
+            // Coalesce a burst (streamed chunks) into one redraw.
+            while !self.state.is_quitting() {
+                match inputs.try_recv() {
+                    Ok(input) => self.handle(input).await?,
+                    Err(_) => break,
+                }
+            }
+            self.draw()?;
+        }
+        self.driver.shutdown().await;
+        Ok(())
+    }
+
+    async fn execute(&mut self, effect: Effect, inputs: &mut VecDeque<Input>) -> io::Result<()> {
+        let driver = self.driver.clone();
+        let outcome = match effect {
+            Effect::Scrollback(lines) => return self.print(&lines),
+            Effect::Quit => return Ok(()),
+            Effect::Answer { ticket, decision } => {
+                self.answers.answer(ticket, decision);
+                return Ok(());
+            }
+            Effect::Steer(text) => driver.steer(&text).map(|()| None),
+            Effect::FollowUp(text) => driver.follow_up(&text).map(|()| None),
+            Effect::Cancel => driver.cancel().map(|()| None),
+            Effect::ShowModel => {
+                let model = driver.model();
+                Ok(Some(Input::Notice(vec![
+                    format!("model: {} ({})", model.model, model.provider),
+                    "/model NAME switches from the next step".into(),
+                ])))
+            }
+            Effect::SetModel(model) => driver
+                .set_model(&model)
+                .map(|note| Some(Input::Notice(vec![note]))),
+            Effect::ListSessions => driver.list_sessions().await.map(|sessions| {
+                Some(Input::Notice(session_lines(
+                    &sessions,
+                    self.state.session(),
+                )))
+            }),
+            Effect::Resume(id) => driver.resume(&id).await.map(|o| Some(Input::Opened(o))),
+            Effect::Fork => driver.fork().await.map(|o| Some(Input::Opened(o))),
+            Effect::NewSession => driver.new_session().await.map(|o| Some(Input::Opened(o))),
+            Effect::ShowPermission => Ok(Some(Input::Notice(permission_lines(Some(
+                driver.permission(),
+            ))))),
+            Effect::SetPermission(preset) => driver.set_permission(preset).map(|()| {
+                Some(Input::Notice(vec![format!(
+                    "permission: {} (sandbox {}, approval {})",
+                    preset.as_str(),
+                    preset.sandbox_mode().as_str(),
+                    preset.approval_policy()
+                )]))
+            }),
+        };
+        match outcome {
+            Ok(Some(input)) => inputs.push_back(input),
+            Ok(None) => {}
+            Err(error) => inputs.push_back(Input::Failed(error.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Prints `lines` above the viewport, where they scroll into the terminal's history.
+    fn print(&mut self, lines: &[Line<'static>]) -> io::Result<()> {
+        for chunk in lines.chunks(INSERT_CHUNK) {
+            let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
+            self.terminal.insert_before(height, |buf: &mut Buffer| {
+                let area = buf.area;
+                for (y, line) in (area.y..).zip(chunk) {
+                    buf.set_line(area.x, y, line, area.width);
+                }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// `/sessions` output: one row per session, the current one marked.
+pub fn session_lines(sessions: &[SessionListing], current: Option<&SessionId>) -> Vec<String> {
+    if sessions.is_empty() {
+        return vec!["no sessions in this workspace yet".into()];
+    }
+    let id_width = sessions
+        .iter()
+        .map(|s| s.id.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec!["sessions (/resume ID continues one):".to_owned()];
+    for session in sessions {
+        let mark = if Some(&session.id) == current {
+            "●"
+        } else {
+            " "
+        };
+        let turns = if session.turns == 1 {
+            "1 turn".to_owned()
+        } else {
+            format!("{} turns", session.turns)
+        };
+        lines.push(format!(
+            "  {mark} {:<id_width$}  {}  {turns:>9}  {}",
+            session.id.as_str(),
+            session.updated,
+            session.title
+        ));
+    }
+    lines
+}

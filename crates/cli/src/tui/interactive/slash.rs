@@ -1,0 +1,211 @@
+//! Slash commands typed into the input box.
+
+use dsh_tools_builtin::PermissionPreset;
+
+/// A parsed slash command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlashCommand {
+    Help,
+    /// `/model` shows the model; `/model NAME` switches it from the next step.
+    Model(Option<String>),
+    Sessions,
+    Resume(String),
+    Fork,
+    /// `/permission` shows the preset; `/permission NAME` switches it.
+    Permission(Option<PermissionPreset>),
+    /// Starts a new session.
+    Clear,
+    Quit,
+}
+
+/// Why a line starting with `/` is not a command.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SlashError {
+    #[error("unknown command /{0}; /help lists the commands")]
+    Unknown(String),
+    #[error("usage: {0}")]
+    Usage(&'static str),
+    #[error(
+        "unknown permission preset {0:?}; choose read-only, workspace-write or danger-full-access"
+    )]
+    Preset(String),
+}
+
+impl SlashError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unknown(_) => "UNKNOWN_COMMAND",
+            Self::Usage(_) => "COMMAND_USAGE",
+            Self::Preset(_) => "UNKNOWN_PRESET",
+        }
+    }
+}
+
+/// What a submitted line is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// A prompt for the agent. `//text` escapes a prompt that starts with `/`.
+    Prompt(String),
+    Command(Result<SlashCommand, SlashError>),
+}
+
+/// Tells prompts from commands.
+pub fn classify(line: &str) -> Submitted {
+    let trimmed = line.trim();
+    if let Some(escaped) = trimmed.strip_prefix("//") {
+        return Submitted::Prompt(format!("/{escaped}"));
+    }
+    match trimmed.strip_prefix('/') {
+        Some(command) if !command.is_empty() && !command.starts_with(char::is_whitespace) => {
+            Submitted::Command(parse(command))
+        }
+        _ => Submitted::Prompt(line.to_owned()),
+    }
+}
+
+fn parse(command: &str) -> Result<SlashCommand, SlashError> {
+    let mut words = command.split_whitespace();
+    let name = words.next().unwrap_or_default();
+    let arg = words.next().map(str::to_owned);
+    let extra = words.next().is_some();
+    let no_args = |command: SlashCommand, usage| {
+        if arg.is_some() {
+            Err(SlashError::Usage(usage))
+        } else {
+            Ok(command)
+        }
+    };
+    match name {
+        "help" | "?" => no_args(SlashCommand::Help, "/help"),
+        "model" if !extra => Ok(SlashCommand::Model(arg)),
+        "model" => Err(SlashError::Usage("/model [NAME]")),
+        "sessions" => no_args(SlashCommand::Sessions, "/sessions"),
+        "resume" => match (arg, extra) {
+            (Some(id), false) => Ok(SlashCommand::Resume(id)),
+            _ => Err(SlashError::Usage("/resume SESSION_ID")),
+        },
+        "fork" => no_args(SlashCommand::Fork, "/fork"),
+        "permission" | "permissions" => match (arg, extra) {
+            (None, _) => Ok(SlashCommand::Permission(None)),
+            (Some(name), false) => preset(&name).map(|p| SlashCommand::Permission(Some(p))),
+            (Some(_), true) => Err(SlashError::Usage("/permission [PRESET]")),
+        },
+        "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
+        "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
+        other => Err(SlashError::Unknown(other.to_owned())),
+    }
+}
+
+fn preset(name: &str) -> Result<PermissionPreset, SlashError> {
+    [
+        PermissionPreset::ReadOnly,
+        PermissionPreset::WorkspaceWrite,
+        PermissionPreset::DangerFullAccess,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == name)
+    .ok_or_else(|| SlashError::Preset(name.to_owned()))
+}
+
+/// The `/help` text, one entry per line.
+pub const HELP: &[&str] = &[
+    "commands:",
+    "  /help               this list",
+    "  /model [NAME]       show the model, or switch it from the next step",
+    "  /sessions           list this workspace's sessions",
+    "  /resume ID          continue a session",
+    "  /fork               fork this session and continue in the copy",
+    "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
+    "  /clear              start a new session",
+    "  /quit               leave (Ctrl-C twice does too)",
+    "keys:",
+    "  Enter    send; while the agent works, steer it (read at its next step)",
+    "  Tab      queue a follow-up for after the current turn",
+    "  Esc      cancel the running turn (queued follow-ups stay)",
+    "  Ctrl-T   show or hide the model's thinking",
+    "  Ctrl-J   new line in the prompt",
+    "  //text   send a prompt that starts with /",
+];
+
+/// One line per preset for `/permission`, the current one marked.
+pub fn permission_lines(current: Option<PermissionPreset>) -> Vec<String> {
+    let rows = [
+        (
+            PermissionPreset::ReadOnly,
+            "read-only sandbox, ask before risky calls",
+        ),
+        (
+            PermissionPreset::WorkspaceWrite,
+            "writes confined to the workspace, ask before risky calls",
+        ),
+        (
+            PermissionPreset::DangerFullAccess,
+            "no confinement, never ask",
+        ),
+    ];
+    let mut lines = vec!["permission presets (/permission NAME switches):".to_owned()];
+    for (preset, what) in rows {
+        let mark = if Some(preset) == current { "●" } else { " " };
+        lines.push(format!("  {mark} {:<19}{what}", preset.as_str()));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(line: &str) -> Result<SlashCommand, SlashError> {
+        match classify(line) {
+            Submitted::Command(command) => command,
+            Submitted::Prompt(text) => Err(SlashError::Unknown(format!("prompt {text}"))),
+        }
+    }
+
+    #[test]
+    fn commands_parse_with_their_arguments() {
+        assert_eq!(command("/help"), Ok(SlashCommand::Help));
+        assert_eq!(command(" /model "), Ok(SlashCommand::Model(None)));
+        assert_eq!(
+            command("/model deepseek-v4-pro"),
+            Ok(SlashCommand::Model(Some("deepseek-v4-pro".into())))
+        );
+        assert_eq!(
+            command("/resume session-7"),
+            Ok(SlashCommand::Resume("session-7".into()))
+        );
+        assert_eq!(
+            command("/permission read-only"),
+            Ok(SlashCommand::Permission(Some(PermissionPreset::ReadOnly)))
+        );
+        assert_eq!(command("/clear"), Ok(SlashCommand::Clear));
+        assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
+    }
+
+    #[test]
+    fn bad_commands_say_why() {
+        assert_eq!(
+            command("/resume"),
+            Err(SlashError::Usage("/resume SESSION_ID"))
+        );
+        assert_eq!(command("/fork now"), Err(SlashError::Usage("/fork")));
+        assert_eq!(
+            command("/frobnicate"),
+            Err(SlashError::Unknown("frobnicate".into()))
+        );
+        assert_eq!(
+            command("/permission yolo"),
+            Err(SlashError::Preset("yolo".into()))
+        );
+    }
+
+    #[test]
+    fn prompts_are_not_commands() {
+        assert_eq!(classify("fix it"), Submitted::Prompt("fix it".into()));
+        assert_eq!(
+            classify("//etc/hosts is odd"),
+            Submitted::Prompt("/etc/hosts is odd".into())
+        );
+        assert_eq!(classify("/ spaced"), Submitted::Prompt("/ spaced".into()));
+    }
+}

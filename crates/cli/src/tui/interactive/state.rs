@@ -1,0 +1,533 @@
+//! [`InteractiveState`]: the whole interactive UI as a pure state machine.
+//!
+//! Every key press, session event, approval question and timer tick is an [`Input`];
+//! [`InteractiveState::reduce`] folds it in and returns the [`Effect`]s the runner must carry
+//! out (steer the agent, answer a question, print lines into scrollback ...). Nothing here
+//! does I/O, so a test can drive the UI with scripted inputs and read what a person would
+//! see.
+
+use super::driver::{OpenedHow, OpenedSession};
+use super::pending::PendingInput;
+use super::slash::{self, SlashCommand, Submitted};
+use crate::tui::{
+    entry_lines, ApprovalChoice, ApprovalPrompt, Entry, InputBox, RunState, ToolState, Transcript,
+};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use dsh_protocol::SessionId;
+use dsh_session::{EventData, SessionEvent};
+use dsh_tools_builtin::approval::events::{ApprovalDecided, APPROVAL_DECIDED};
+use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalRequest};
+use dsh_tools_builtin::PermissionPreset;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// How many ticks the "press Ctrl-C again" hint stays armed (the runner ticks every 250 ms).
+pub const QUIT_HINT_TICKS: u32 = 12;
+
+/// Something that happened, for the state machine to fold in.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Key(KeyEvent),
+    /// Text pasted in one piece (bracketed paste).
+    Paste(String),
+    /// The terminal's width changed.
+    Resize {
+        width: u16,
+    },
+    /// The runner's timer.
+    Tick,
+    /// An event appended to `session`'s log (events of other sessions are ignored).
+    Session {
+        session: SessionId,
+        event: Arc<SessionEvent>,
+    },
+    /// A tool call waits for a person's answer; `ticket` routes the answer back.
+    ApprovalAsked {
+        ticket: u64,
+        request: ApprovalRequest,
+    },
+    /// The asker stopped waiting (its turn was cancelled).
+    ApprovalWithdrawn {
+        ticket: u64,
+    },
+    /// A session is now the one on screen.
+    Opened(OpenedSession),
+    /// Lines answering a command (`/sessions`, `/model` ...), to print.
+    Notice(Vec<String>),
+    /// An effect failed; the text says why.
+    Failed(String),
+    /// Leave now (SIGTERM).
+    Quit,
+}
+
+/// Something the runner must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Send a prompt as steering (starts a turn when idle).
+    Steer(String),
+    /// Queue a prompt as its own next turn.
+    FollowUp(String),
+    /// Cancel the running turn as the user, keeping queued input.
+    Cancel,
+    Answer {
+        ticket: u64,
+        decision: ApprovalDecision,
+    },
+    ShowModel,
+    SetModel(String),
+    ListSessions,
+    Resume(String),
+    Fork,
+    NewSession,
+    ShowPermission,
+    SetPermission(PermissionPreset),
+    /// Print these lines above the live area; they stay in the terminal's scrollback.
+    Scrollback(Vec<Line<'static>>),
+    Quit,
+}
+
+/// One open approval question.
+#[derive(Clone, Debug)]
+struct Asked {
+    ticket: u64,
+    session: SessionId,
+    call_id: String,
+    prompt: ApprovalPrompt,
+}
+
+/// What was printed last, to decide on a separating blank line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Printed {
+    Nothing,
+    Tool,
+    Other,
+}
+
+/// The interactive UI's state. See the module docs.
+#[derive(Debug)]
+pub struct InteractiveState {
+    width: u16,
+    session: Option<SessionId>,
+    transcript: Transcript,
+    /// The next seq expected from the log; older events were folded already.
+    next_seq: u64,
+    /// Entries before this index are in scrollback.
+    flushed: usize,
+    printed: Printed,
+    pending: PendingInput,
+    input: InputBox,
+    approvals: VecDeque<Asked>,
+    /// Ticks left in which a second Ctrl-C quits.
+    quit_armed: u32,
+    quitting: bool,
+}
+
+impl InteractiveState {
+    /// An empty UI `width` columns wide; feed it [`Input::Opened`] first.
+    pub fn new(width: u16) -> Self {
+        Self {
+            width: width.max(1),
+            session: None,
+            transcript: Transcript::new(),
+            next_seq: 0,
+            flushed: 0,
+            printed: Printed::Nothing,
+            pending: PendingInput::default(),
+            input: InputBox::new(),
+            approvals: VecDeque::new(),
+            quit_armed: 0,
+            quitting: false,
+        }
+    }
+
+    pub fn session(&self) -> Option<&SessionId> {
+        self.session.as_ref()
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Index of the first transcript entry not yet in scrollback (the live ones follow).
+    pub fn first_live_entry(&self) -> usize {
+        self.flushed
+    }
+
+    pub fn input(&self) -> &InputBox {
+        &self.input
+    }
+
+    /// The approval question on screen, if any.
+    pub fn approval(&self) -> Option<&ApprovalPrompt> {
+        self.approvals.front().map(|a| &a.prompt)
+    }
+
+    pub fn is_running(&self) -> bool {
+        !matches!(self.transcript.run_state(), RunState::Idle)
+    }
+
+    /// Whether [`Effect::Quit`] was issued.
+    pub fn is_quitting(&self) -> bool {
+        self.quitting
+    }
+
+    /// A note that replaces the run state in the status line.
+    pub fn status_note(&self) -> Option<&'static str> {
+        if self.quit_armed > 0 {
+            Some("press Ctrl-C again to quit")
+        } else if !self.approvals.is_empty() {
+            Some("waiting for your approval")
+        } else {
+            None
+        }
+    }
+
+    pub fn width(&self) -> u16 {
+        self.width
+    }
+
+    /// Folds one input in and returns what the runner must do, in order.
+    pub fn reduce(&mut self, input: Input) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match input {
+            Input::Key(key) => self.key(key, &mut effects),
+            Input::Paste(text) => {
+                if self.approvals.is_empty() {
+                    self.input
+                        .insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
+                }
+            }
+            Input::Resize { width } => self.width = width.max(1),
+            Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
+            Input::Session { session, event } => {
+                if self.session.as_ref() == Some(&session) {
+                    self.session_event(&event);
+                }
+            }
+            Input::ApprovalAsked { ticket, request } => {
+                let mut prompt = ApprovalPrompt::new(
+                    request.tool.clone(),
+                    request.summary.clone(),
+                    request.reason.clone(),
+                );
+                prompt.set_grant(request.grant.to_string());
+                self.approvals.push_back(Asked {
+                    ticket,
+                    session: request.session_id.clone(),
+                    call_id: request.call_id.to_string(),
+                    prompt,
+                });
+            }
+            Input::ApprovalWithdrawn { ticket } => self.approvals.retain(|a| a.ticket != ticket),
+            Input::Opened(opened) => self.open(opened, &mut effects),
+            Input::Notice(lines) => {
+                let lines = lines.into_iter().map(Line::from).collect();
+                self.note(lines, &mut effects);
+            }
+            Input::Failed(text) => self.error(text, &mut effects),
+            Input::Quit => self.quit(&mut effects),
+        }
+        self.flush(&mut effects);
+        self.sync_queue();
+        effects
+    }
+
+    fn key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.ctrl_c(effects);
+            return;
+        }
+        self.quit_armed = 0;
+        if !self.approvals.is_empty() {
+            self.approval_key(key, effects);
+            return;
+        }
+        let alt_or_shift = key
+            .modifiers
+            .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Enter if alt_or_shift => self.input.insert('\n'),
+            KeyCode::Char('j') if ctrl => self.input.insert('\n'),
+            KeyCode::Enter => self.submit(false, effects),
+            KeyCode::Tab => self.submit(true, effects),
+            KeyCode::Esc if self.is_running() => effects.push(Effect::Cancel),
+            KeyCode::Char('t') if ctrl => {
+                let expanded = self.transcript.reasoning_expanded();
+                self.transcript.set_reasoning_expanded(!expanded);
+            }
+            KeyCode::Char('d') if ctrl && self.input.text().is_empty() => self.quit(effects),
+            KeyCode::Char('a') if ctrl => self.input.home(),
+            KeyCode::Char('e') if ctrl => self.input.end(),
+            KeyCode::Char('u') if ctrl => self.input = self.input_without_text(),
+            KeyCode::Char(ch) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
+                self.input.insert(ch);
+            }
+            KeyCode::Backspace => self.input.backspace(),
+            KeyCode::Delete => self.input.delete(),
+            KeyCode::Left => self.input.left(),
+            KeyCode::Right => self.input.right(),
+            KeyCode::Home => self.input.home(),
+            KeyCode::End => self.input.end(),
+            _ => {}
+        }
+    }
+
+    /// A fresh input box keeping the queue (Ctrl-U clears only what is being typed).
+    fn input_without_text(&self) -> InputBox {
+        let mut input = InputBox::new();
+        input.set_pending(self.pending.follow_ups(), self.pending.steering());
+        input
+    }
+
+    fn ctrl_c(&mut self, effects: &mut Vec<Effect>) {
+        if self.quit_armed > 0 {
+            self.quit(effects);
+            return;
+        }
+        self.quit_armed = QUIT_HINT_TICKS;
+        if self.is_running() {
+            effects.push(Effect::Cancel);
+        } else {
+            self.input = self.input_without_text();
+        }
+    }
+
+    fn quit(&mut self, effects: &mut Vec<Effect>) {
+        self.quitting = true;
+        for asked in self.approvals.drain(..) {
+            effects.push(Effect::Answer {
+                ticket: asked.ticket,
+                decision: ApprovalDecision::Deny {
+                    feedback: Some("the user left the session".into()),
+                },
+            });
+        }
+        effects.push(Effect::Quit);
+    }
+
+    fn approval_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        let Some(asked) = self.approvals.front_mut() else {
+            return;
+        };
+        let choice = match key.code {
+            KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
+                asked.prompt.previous();
+                return;
+            }
+            KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
+                asked.prompt.next();
+                return;
+            }
+            KeyCode::Enter => asked.prompt.selected(),
+            KeyCode::Char('a' | 'y') => ApprovalChoice::AllowOnce,
+            KeyCode::Char('s') => ApprovalChoice::AllowForSession,
+            KeyCode::Char('d' | 'n') | KeyCode::Esc => ApprovalChoice::Deny,
+            _ => return,
+        };
+        let decision = match choice {
+            ApprovalChoice::AllowOnce => ApprovalDecision::AllowOnce,
+            ApprovalChoice::AllowForSession => ApprovalDecision::AllowForSession,
+            ApprovalChoice::Deny => ApprovalDecision::Deny { feedback: None },
+        };
+        let ticket = asked.ticket;
+        self.approvals.pop_front();
+        effects.push(Effect::Answer { ticket, decision });
+    }
+
+    /// Enter (`follow_up` false) or Tab (`true`) on the typed text.
+    fn submit(&mut self, follow_up: bool, effects: &mut Vec<Effect>) {
+        let Some(text) = self.input.submit() else {
+            return;
+        };
+        match slash::classify(&text) {
+            Submitted::Prompt(prompt) if follow_up => effects.push(Effect::FollowUp(prompt)),
+            Submitted::Prompt(prompt) => effects.push(Effect::Steer(prompt)),
+            Submitted::Command(Ok(command)) => {
+                let echo = Line::styled(format!("› {}", text.trim()), dim());
+                self.note(vec![echo], effects);
+                self.command(command, effects);
+            }
+            Submitted::Command(Err(error)) => self.error(error.to_string(), effects),
+        }
+    }
+
+    fn command(&mut self, command: SlashCommand, effects: &mut Vec<Effect>) {
+        let needs_idle = matches!(
+            command,
+            SlashCommand::Resume(_) | SlashCommand::Fork | SlashCommand::Clear
+        );
+        if needs_idle && self.is_running() {
+            self.error(
+                "the agent is busy; press Esc to cancel the turn first".into(),
+                effects,
+            );
+            return;
+        }
+        match command {
+            SlashCommand::Help => {
+                let lines = slash::HELP.iter().map(|l| Line::from(*l)).collect();
+                self.note(lines, effects);
+            }
+            SlashCommand::Model(None) => effects.push(Effect::ShowModel),
+            SlashCommand::Model(Some(model)) => effects.push(Effect::SetModel(model)),
+            SlashCommand::Sessions => effects.push(Effect::ListSessions),
+            SlashCommand::Resume(id) => effects.push(Effect::Resume(id)),
+            SlashCommand::Fork => effects.push(Effect::Fork),
+            SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),
+            SlashCommand::Permission(Some(preset)) => effects.push(Effect::SetPermission(preset)),
+            SlashCommand::Clear => effects.push(Effect::NewSession),
+            SlashCommand::Quit => self.quit(effects),
+        }
+    }
+
+    fn session_event(&mut self, event: &SessionEvent) {
+        if event.seq < self.next_seq {
+            return;
+        }
+        self.next_seq = event.seq + 1;
+        self.transcript.apply(event);
+        self.pending.apply(event);
+        if event.type_name() == APPROVAL_DECIDED {
+            if let EventData::Other { data, .. } = &event.data {
+                if let Ok(decided) = serde_json::from_value::<ApprovalDecided>(data.clone()) {
+                    let session = self.session.clone();
+                    self.approvals.retain(|a| {
+                        Some(&a.session) != session.as_ref() || a.call_id != decided.call_id
+                    });
+                }
+            }
+        }
+    }
+
+    fn open(&mut self, opened: OpenedSession, effects: &mut Vec<Effect>) {
+        // Questions from the previous session cannot be answered any more.
+        for asked in self.approvals.drain(..) {
+            effects.push(Effect::Answer {
+                ticket: asked.ticket,
+                decision: ApprovalDecision::Deny { feedback: None },
+            });
+        }
+        self.flush(effects);
+        let mut transcript = Transcript::new();
+        transcript.set_route(
+            opened.provider.clone(),
+            opened.model.clone(),
+            opened.context_window,
+        );
+        transcript.set_reasoning_expanded(self.transcript.reasoning_expanded());
+        for event in &opened.events {
+            transcript.apply(event);
+        }
+        self.transcript = transcript;
+        self.pending = PendingInput::from_events(&opened.events);
+        self.next_seq = opened.events.last().map_or(0, |e| e.seq + 1);
+        self.session = Some(opened.id.clone());
+        let (note, replay) = match &opened.how {
+            OpenedHow::New => (format!("new session {}", opened.id), false),
+            OpenedHow::Resumed => (format!("resumed session {}", opened.id), true),
+            OpenedHow::Forked { parent } => {
+                (format!("forked session {parent} into {}", opened.id), false)
+            }
+        };
+        let mut header = Vec::new();
+        if self.printed != Printed::Nothing {
+            header.push(Line::default());
+        }
+        header.push(Line::styled(note, dim()));
+        self.printed = Printed::Other;
+        push_scrollback(effects, header);
+        // A resumed session's history is printed by the next flush; a fork's is already on
+        // screen, and a new session has none.
+        self.flushed = if replay { 0 } else { self.settled_prefix() };
+    }
+
+    /// Prints `lines` into scrollback after everything settled so far.
+    fn note(&mut self, lines: Vec<Line<'static>>, effects: &mut Vec<Effect>) {
+        self.flush(effects);
+        let mut out = Vec::with_capacity(lines.len() + 1);
+        if self.printed != Printed::Nothing {
+            out.push(Line::default());
+        }
+        out.extend(lines);
+        self.printed = Printed::Other;
+        push_scrollback(effects, out);
+    }
+
+    fn error(&mut self, text: String, effects: &mut Vec<Effect>) {
+        let line = Line::styled(format!("✗ {text}"), Style::new().fg(Color::Red));
+        self.note(vec![line], effects);
+    }
+
+    /// How many leading entries are finished and will not change any more.
+    fn settled_prefix(&self) -> usize {
+        let entries = self.transcript.entries();
+        entries
+            .iter()
+            .enumerate()
+            .position(|(i, entry)| !settled(entry, i + 1 == entries.len()))
+            .unwrap_or(entries.len())
+    }
+
+    /// Moves newly settled entries into scrollback.
+    fn flush(&mut self, effects: &mut Vec<Effect>) {
+        let settled = self.settled_prefix();
+        if settled <= self.flushed {
+            return;
+        }
+        let mut lines = Vec::new();
+        let expanded = self.transcript.reasoning_expanded();
+        for entry in &self.transcript.entries()[self.flushed..settled] {
+            let is_tool = matches!(entry, Entry::Tool(_));
+            let together = is_tool && self.printed == Printed::Tool;
+            if self.printed != Printed::Nothing && !together {
+                lines.push(Line::default());
+            }
+            lines.extend(entry_lines(entry, self.width, expanded));
+            self.printed = if is_tool {
+                Printed::Tool
+            } else {
+                Printed::Other
+            };
+        }
+        self.flushed = settled;
+        push_scrollback(effects, lines);
+    }
+
+    fn sync_queue(&mut self) {
+        self.input
+            .set_pending(self.pending.follow_ups(), self.pending.steering());
+    }
+}
+
+/// Whether an entry is finished; `last` says whether anything follows it.
+fn settled(entry: &Entry, last: bool) -> bool {
+    match entry {
+        Entry::Assistant { streaming, .. } | Entry::Reasoning { streaming, .. } => !streaming,
+        Entry::Tool(card) => !matches!(card.state, ToolState::Running),
+        Entry::Retry(notice) => notice.started || !last,
+        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } => true,
+    }
+}
+
+/// Appends to the last scrollback effect when it is the previous one, so one reduce prints
+/// in one go.
+fn push_scrollback(effects: &mut Vec<Effect>, lines: Vec<Line<'static>>) {
+    if lines.is_empty() {
+        return;
+    }
+    if let Some(Effect::Scrollback(previous)) = effects.last_mut() {
+        previous.extend(lines);
+    } else {
+        effects.push(Effect::Scrollback(lines));
+    }
+}
+
+fn dim() -> Style {
+    Style::new().add_modifier(Modifier::DIM)
+}

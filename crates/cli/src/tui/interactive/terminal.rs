@@ -1,0 +1,134 @@
+//! The real terminal: raw mode, bracketed paste, an inline viewport at the bottom of the
+//! screen, and a thread that turns crossterm events into [`Input`]s.
+
+use super::driver::{AgentDriver, Answers, OpenedSession};
+use super::runner::Runner;
+use super::state::Input;
+use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
+use crossterm::terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Rows of the live area for a screen `rows` tall: enough for a streaming answer's tail, an
+/// approval prompt and the input, while most of the screen stays scrollback.
+pub fn viewport_height(rows: u16) -> u16 {
+    (rows.saturating_mul(2) / 5).clamp(10, 24).min(rows)
+}
+
+/// Restores the terminal when dropped, also on an error path.
+struct RawMode;
+
+impl RawMode {
+    fn enter() -> io::Result<Self> {
+        terminal::enable_raw_mode()?;
+        let guard = Self;
+        crossterm::execute!(io::stdout(), EnableBracketedPaste)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste);
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// Stops the key reader thread when dropped.
+struct KeyReader {
+    stop: Arc<AtomicBool>,
+}
+
+impl KeyReader {
+    fn spawn(inputs: mpsc::UnboundedSender<Input>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                // Polling with a timeout lets the thread notice `stop` without a key press.
+                match event::poll(Duration::from_millis(100)) {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(_) => break,
+                }
+                let input = match event::read() {
+                    Ok(Event::Key(key)) => Input::Key(key),
+                    Ok(Event::Paste(text)) => Input::Paste(text),
+                    Ok(Event::Resize(width, _)) => Input::Resize { width },
+                    Ok(_) => continue,
+                    Err(_) => break,
+                };
+                if inputs.send(input).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { stop }
+    }
+}
+
+impl Drop for KeyReader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs the interactive UI on the process's terminal until the person quits.
+///
+/// `inputs` is the channel the application feeds session events and approval questions
+/// into (its sender was handed to the application and to [`super::TuiAnswerer`]); key
+/// presses join it here. `opened` is the session shown first.
+pub async fn run_terminal(
+    driver: Arc<dyn AgentDriver>,
+    answers: Answers,
+    sender: mpsc::UnboundedSender<Input>,
+    mut inputs: mpsc::UnboundedReceiver<Input>,
+    opened: OpenedSession,
+) -> io::Result<()> {
+    let raw = RawMode::enter()?;
+    let rows = terminal::size()?.1;
+    let backend = CrosstermBackend::new(io::stdout());
+    let terminal = Terminal::with_options(
+        backend,
+        TerminalOptions {
+            viewport: Viewport::Inline(viewport_height(rows)),
+        },
+    )?;
+    let mut runner = Runner::new(terminal, driver, answers)?;
+    runner.handle(Input::Opened(opened)).await?;
+    let keys = KeyReader::spawn(sender.clone());
+    #[cfg(unix)]
+    spawn_terminate_watch(sender);
+    let result = runner.run(&mut inputs).await;
+    drop(keys);
+    let cleared = leave(runner.terminal_mut());
+    drop(raw);
+    result.and(cleared)
+}
+
+/// Clears the live area so the shell prompt follows the scrollback directly.
+fn leave(terminal: &mut Terminal<CrosstermBackend<Stdout>>) -> io::Result<()> {
+    terminal.clear()?;
+    let top = terminal.get_frame().area().y;
+    terminal.set_cursor_position((0, top))?;
+    terminal.show_cursor()
+}
+
+/// SIGTERM quits like `/quit`: the driver shuts down and the session is flushed.
+#[cfg(unix)]
+fn spawn_terminate_watch(sender: mpsc::UnboundedSender<Input>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
+        return;
+    };
+    tokio::spawn(async move {
+        if terminate.recv().await.is_some() {
+            let _ = sender.send(Input::Quit);
+        }
+    });
+}
