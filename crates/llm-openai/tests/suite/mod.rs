@@ -1,4 +1,3 @@
-mod bench;
 mod e2e_cancel;
 mod e2e_faults;
 mod e2e_harness;

@@ -11,8 +11,6 @@ pub enum Reply {
     Pieces(Vec<Vec<u8>>),
     /// Write these pieces, then keep the connection open until the client closes it.
     Stall(Vec<Vec<u8>>),
-    /// Write these pieces back to back, without pauses, and close.
-    Burst(Vec<Vec<u8>>),
 }
 
 /// One request as the server saw it.
@@ -112,20 +110,17 @@ async fn handle(mut socket: TcpStream, reply: Reply, tx: mpsc::UnboundedSender<S
     }
     let body = buf[head_end..head_end + length].to_vec();
     let _ = tx.send(Seen::Request(Captured { head, body }));
-    let (pieces, stall, pause) = match reply {
-        Reply::Pieces(pieces) => (pieces, false, true),
-        Reply::Stall(pieces) => (pieces, true, true),
-        Reply::Burst(pieces) => (pieces, false, false),
+    let (pieces, stall) = match reply {
+        Reply::Pieces(pieces) => (pieces, false),
+        Reply::Stall(pieces) => (pieces, true),
     };
     for piece in pieces {
         if socket.write_all(&piece).await.is_err() {
             return;
         }
         let _ = socket.flush().await;
-        if pause {
-            // Let the client see the pieces as separate reads.
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        // Let the client see the pieces as separate reads.
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     if stall {
         // Wait (bounded) for the client to hang up.
