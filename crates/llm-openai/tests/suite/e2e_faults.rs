@@ -19,26 +19,31 @@ fn ok_reply() -> Reply {
 /// The events of a successful `ok_reply()` attempt in turn 1 step 1 starting at `s`,
 /// then the step and turn closing as completed.
 fn ok_attempt_and_close(s: &mut Seq, message_id: &str) -> Vec<Value> {
+    ok_attempt_and_close_in(s, 1, message_id)
+}
+
+/// [`ok_attempt_and_close`] in step 1 of `turn`.
+fn ok_attempt_and_close_in(s: &mut Seq, turn: u64, message_id: &str) -> Vec<Value> {
     let first = s.0;
     let mut events = vec![
-        s.chunk(1, 1, block_start(0, "text")),
-        s.chunk(1, 1, text_delta(0, "ok")),
-        s.chunk(1, 1, block_end(0, json!({"type": "text", "text": "ok"}))),
-        s.chunk(1, 1, usage(30, 1, 0)),
-        s.chunk(1, 1, finish("stop")),
+        s.chunk(turn, 1, block_start(0, "text")),
+        s.chunk(turn, 1, text_delta(0, "ok")),
+        s.chunk(turn, 1, block_end(0, json!({"type": "text", "text": "ok"}))),
+        s.chunk(turn, 1, usage(30, 1, 0)),
+        s.chunk(turn, 1, finish("stop")),
     ];
     events.push(assistant(
         s,
-        (1, 1),
+        (turn, 1),
         message_id,
         json!([{"type": "text", "text": "ok"}]),
         Some(usage_json(30, 1, 0)),
         first..first + 5,
     ));
-    events.push(s.event("step/end", json!({"turn": 1, "step": 1})));
+    events.push(s.event("step/end", json!({"turn": turn, "step": 1})));
     events.push(s.event(
         "turn/end",
-        json!({"turn": 1, "reason": {"kind": "completed"}}),
+        json!({"turn": turn, "reason": {"kind": "completed"}}),
     ));
     events
 }
@@ -48,6 +53,19 @@ fn retry_pair(
     s: &mut Seq,
     retry_id: &str,
     n: u64,
+    policy: (&str, u64),
+    delay: Value,
+    failure: &Value,
+) -> [Value; 2] {
+    retry_pair_in(s, 1, retry_id, n, policy, delay, failure)
+}
+
+/// [`retry_pair`] in step 1 of `turn`.
+fn retry_pair_in(
+    s: &mut Seq,
+    turn: u64,
+    retry_id: &str,
+    n: u64,
     (key, max): (&str, u64),
     delay: Value,
     failure: &Value,
@@ -55,12 +73,12 @@ fn retry_pair(
     [
         s.event(
             "llm/retry",
-            json!({"retryId": retry_id, "turn": 1, "step": 1, "provider": ROUTE, "mode": "normal",
+            json!({"retryId": retry_id, "turn": turn, "step": 1, "provider": ROUTE, "mode": "normal",
                 "policyKey": key, "retry": n, "maxRetries": max, "delayMs": delay, "failure": failure}),
         ),
         s.event(
             "llm/retry-started",
-            json!({"retryId": retry_id, "turn": 1, "step": 1, "retry": n}),
+            json!({"retryId": retry_id, "turn": turn, "step": 1, "retry": n}),
         ),
     ]
 }
@@ -580,5 +598,67 @@ async fn a_tool_call_cut_mid_arguments_is_never_executed_and_the_retry_is() {
     ]);
     assert_log_eq(&e2e.log(), &log);
     assert_eq!(e2e.server.requests().len(), 3);
+    e2e.verify();
+}
+
+#[tokio::test]
+async fn a_reset_or_a_stall_before_the_response_head_is_retried() {
+    // The reset lands on a kept-alive connection reused from turn 1, where an HTTP client
+    // might be tempted to resend on its own; exactly one request per logged attempt may
+    // reach the server.
+    let script = Script::new()
+        .respond(ok_reply())
+        .respond(Reply::fault(Fault::ResetBeforeResponse))
+        .respond(Reply::fault(Fault::StallBeforeResponse))
+        .respond(ok_reply());
+    let e2e = E2e::start(script, Setup::default().idle_timeout_ms(300)).await;
+    e2e.run("hi").await;
+    e2e.run("again").await;
+    let transport = json!({"message": "model API request to <base> failed", "code": "TRANSPORT"});
+    let timeout = json!({"message": "the model API sent nothing for 300 ms", "code": "TIMEOUT"});
+    let mut log = turn_opening("hi", false);
+    let mut s = Seq(7);
+    log.extend(ok_attempt_and_close(&mut s, "<id-1>"));
+    log.extend([
+        s.event(
+            "agent/inbox/spliced",
+            json!({"target": "next-turn", "start": 0, "inserted": [user_json("again")]}),
+        ),
+        s.event("turn/start", json!({"turn": 2})),
+        s.event(
+            "agent/inbox/spliced",
+            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+        ),
+        s.event("step/start", json!({"turn": 2, "step": 1})),
+        json!({"type": "user/message", "seq": s.next(), "data": user_json("again"), "surfaceOp": "append"}),
+    ]);
+    log.push(s.chunk(2, 1, finish_error(transport.clone())));
+    let key = fast_key(5);
+    log.extend(retry_pair_in(
+        &mut s,
+        2,
+        "<id-2>",
+        1,
+        (&key, 5),
+        json!(5),
+        &transport,
+    ));
+    log.push(s.chunk(2, 1, finish_error(timeout.clone())));
+    log.extend(retry_pair_in(
+        &mut s,
+        2,
+        "<id-3>",
+        2,
+        (&key, 5),
+        json!(10),
+        &timeout,
+    ));
+    log.extend(ok_attempt_and_close_in(&mut s, 2, "<id-4>"));
+    // The transport message names the endpoint, which changes with the port.
+    let base = e2e.server.base_url();
+    let actual =
+        serde_json::from_str::<Value>(&e2e.log().to_string().replace(&base, "<base>")).unwrap();
+    assert_log_eq(&actual, &log);
+    assert_eq!(e2e.server.requests().len(), 4);
     e2e.verify();
 }
