@@ -9,6 +9,7 @@
 use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use super::slash::{self, SlashCommand, Submitted};
+use crate::tui::text::wrap;
 use crate::tui::{
     entry_lines, ApprovalChoice, ApprovalPrompt, Entry, InputBox, RunState, ToolState, Transcript,
 };
@@ -223,7 +224,10 @@ impl InteractiveState {
             Input::ApprovalWithdrawn { ticket } => self.approvals.retain(|a| a.ticket != ticket),
             Input::Opened(opened) => self.open(opened, &mut effects),
             Input::Notice(lines) => {
-                let lines = lines.into_iter().map(Line::from).collect();
+                let lines = lines
+                    .iter()
+                    .flat_map(|line| self.wrapped(line, Style::new()))
+                    .collect();
                 self.note(lines, &mut effects);
             }
             Input::Failed(text) => self.error(text, &mut effects),
@@ -460,8 +464,16 @@ impl InteractiveState {
     }
 
     fn error(&mut self, text: String, effects: &mut Vec<Effect>) {
-        let line = Line::styled(format!("✗ {text}"), Style::new().fg(Color::Red));
-        self.note(vec![line], effects);
+        let lines = self.wrapped(&format!("✗ {text}"), Style::new().fg(Color::Red));
+        self.note(lines, effects);
+    }
+
+    /// `text` wrapped to the screen width; scrollback cannot be re-wrapped later.
+    fn wrapped(&self, text: &str, style: Style) -> Vec<Line<'static>> {
+        wrap(text, usize::from(self.width))
+            .into_iter()
+            .map(|row| Line::styled(row, style))
+            .collect()
     }
 
     /// How many leading entries are finished and will not change any more.

@@ -1,0 +1,303 @@
+//! The interactive UI's runner on ratatui's test terminal with an inline viewport: what lands
+//! in scrollback, what the live area shows, and what the driver is asked to do.
+
+use super::tui_support::*;
+use crossterm::event::KeyCode;
+use dsh_cli::tui::interactive::{
+    Answers, Input, OpenedHow, OpenedSession, Runner, SessionListing, TuiAnswerer,
+};
+use dsh_protocol::{CallId, SessionId};
+use dsh_tools_builtin::approval::{
+    ApprovalAnswerer, ApprovalDecision, ApprovalRequest, GrantScope, SessionGrant,
+};
+use ratatui::backend::TestBackend;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+fn runner(driver: Arc<FakeDriver>, answers: Answers) -> Runner<TestBackend> {
+    let terminal = Terminal::with_options(
+        TestBackend::new(50, 14),
+        TerminalOptions {
+            viewport: Viewport::Inline(5),
+        },
+    )
+    .unwrap();
+    Runner::new(terminal, driver, answers).unwrap()
+}
+
+/// The whole test terminal: scrollback that scrolled off, then the screen.
+fn terminal_text(runner: &mut Runner<TestBackend>) -> String {
+    runner.draw().unwrap();
+    let backend = runner.terminal().backend();
+    let mut text = buffer_text(backend.scrollback());
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&buffer_text(backend.buffer()));
+    text.trim_end().to_owned()
+}
+
+async fn keys(runner: &mut Runner<TestBackend>, text: &str) {
+    for ch in text.chars() {
+        runner.handle(key(KeyCode::Char(ch))).await.unwrap();
+    }
+    runner.handle(key(KeyCode::Enter)).await.unwrap();
+}
+
+#[tokio::test]
+async fn finished_turns_go_to_scrollback_and_the_live_area_stays_below() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = runner(driver.clone(), Answers::new());
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    keys(&mut runner, "hello").await;
+    assert_eq!(driver.calls(), ["steer hello"]);
+
+    let mut log = Log::default();
+    let mut events = log.turn_start(1);
+    events.push(log.user("hello"));
+    events.push(log.chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    events.push(log.chunk(json!({"type": "text-delta", "index": 0, "text": "Hi! What"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    assert_eq!(
+        terminal_text(&mut runner),
+        "new session session-1\n\
+         \n\
+         › hello\n\
+         \n\
+         • Hi! What ▍\n\
+         ──────────────────────────────────────────────────\n\
+         › Enter steers · Tab queues a follow-up · Esc canc\n\
+         running · turn 1 step 1 · deepseek-v4-flash (deep…"
+    );
+
+    let mut events = vec![
+        log.chunk(json!({"type": "block-end", "index": 0, "block": {"type": "text", "text": "Hi! What shall we build?"}})),
+        log.assistant("Hi! What shall we build?"),
+    ];
+    events.extend(log.turn_end(1, json!({"kind": "completed"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    assert_eq!(
+        terminal_text(&mut runner),
+        "new session session-1\n\
+         \n\
+         › hello\n\
+         \n\
+         • Hi! What shall we build?\n\
+         \n\
+         ─ turn 1 completed\n\
+         \n\
+         \n\
+         ──────────────────────────────────────────────────\n\
+         › type a task; Enter sends\n\
+         idle · deepseek-v4-flash (deepseek-official) · 10…"
+    );
+}
+
+#[tokio::test]
+async fn commands_go_through_the_driver() {
+    let mut log = Log::default();
+    log.turn_start(1);
+    log.user("earlier question");
+    log.assistant("earlier answer");
+    log.turn_end(1, json!({"kind": "completed"}));
+    let resumed = OpenedSession {
+        id: SessionId::new("session-7"),
+        ..opened(log.events.clone(), OpenedHow::Resumed)
+    };
+    let forked = OpenedSession {
+        id: SessionId::new("session-8"),
+        ..opened(
+            log.events.clone(),
+            OpenedHow::Forked {
+                parent: SessionId::new("session-7"),
+            },
+        )
+    };
+    let driver = Arc::new(FakeDriver {
+        sessions: vec![SessionListing {
+            id: SessionId::new("session-7"),
+            updated: "2025-06-01 10:00".into(),
+            title: "earlier question".into(),
+            turns: 1,
+        }],
+        opens: std::sync::Mutex::new(vec![resumed, forked]),
+        ..FakeDriver::default()
+    });
+    let mut runner = Runner::new(
+        Terminal::with_options(
+            TestBackend::new(60, 40),
+            TerminalOptions {
+                viewport: Viewport::Inline(3),
+            },
+        )
+        .unwrap(),
+        driver.clone(),
+        Answers::new(),
+    )
+    .unwrap();
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    for line in [
+        "/sessions",
+        "/resume session-7",
+        "/fork",
+        "/model deepseek-v4-pro",
+        "/permission danger-full-access",
+        "/clear",
+    ] {
+        keys(&mut runner, line).await;
+    }
+    assert_eq!(
+        driver.calls(),
+        [
+            "list-sessions",
+            "resume session-7",
+            "fork",
+            "set-model deepseek-v4-pro",
+            "set-permission danger-full-access",
+            "new-session"
+        ]
+    );
+    assert_eq!(
+        terminal_text(&mut runner),
+        "new session session-1\n\
+         \n\
+         › /sessions\n\
+         \n\
+         sessions (/resume ID continues one):\n    \
+         session-7  2025-06-01 10:00     1 turn  earlier question\n\
+         \n\
+         › /resume session-7\n\
+         \n\
+         resumed session session-7\n\
+         \n\
+         › earlier question\n\
+         \n\
+         • earlier answer\n\
+         \n\
+         ─ turn 1 completed\n\
+         \n\
+         › /fork\n\
+         \n\
+         forked session session-7 into session-8\n\
+         \n\
+         › /model deepseek-v4-pro\n\
+         \n\
+         model: deepseek-v4-pro from the next step\n\
+         \n\
+         › /permission danger-full-access\n\
+         \n\
+         permission: danger-full-access (sandbox danger-full-access,\n\
+         approval never)\n\
+         \n\
+         › /clear\n\
+         \n\
+         ✗ nothing scripted\n\
+         ────────────────────────────────────────────────────────────\n\
+         › type a task; Enter sends\n\
+         idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 …"
+    );
+}
+
+fn request(call: &str) -> ApprovalRequest {
+    ApprovalRequest {
+        session_id: SessionId::new(SESSION),
+        call_id: CallId::new(call),
+        tool: "write".into(),
+        summary: "src/lib.rs (+3 -1)".into(),
+        reason: None,
+        grant: SessionGrant {
+            tool: "write".into(),
+            scope: GrantScope::Path("src/lib.rs".into()),
+        },
+    }
+}
+
+#[tokio::test]
+async fn the_answerer_puts_questions_on_screen_and_returns_the_choice() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let answers = Answers::new();
+    let answerer = TuiAnswerer::new(tx, answers.clone());
+    let mut runner = runner(Arc::new(FakeDriver::default()), answers);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+
+    let asked = tokio::spawn(async move { answerer.answer(request("c1")).await });
+    let question = rx.recv().await.unwrap();
+    runner.handle(question).await.unwrap();
+    assert_eq!(
+        runner.state().approval().map(|p| p.tool.as_str()),
+        Some("write")
+    );
+    runner.handle(key(KeyCode::Char('s'))).await.unwrap();
+    assert_eq!(asked.await.unwrap(), ApprovalDecision::AllowForSession);
+    assert!(runner.state().approval().is_none());
+}
+
+#[tokio::test]
+async fn a_question_whose_asker_gave_up_leaves_at_the_next_tick() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let answers = Answers::new();
+    let answerer = TuiAnswerer::new(tx, answers.clone());
+    let mut runner = runner(Arc::new(FakeDriver::default()), answers);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    let asked = tokio::spawn(async move { answerer.answer(request("c1")).await });
+    runner.handle(rx.recv().await.unwrap()).await.unwrap();
+    assert!(runner.state().approval().is_some());
+    // The turn was cancelled: the asking future is dropped.
+    asked.abort();
+    let _ = asked.await;
+    runner.handle(Input::Tick).await.unwrap();
+    assert!(runner.state().approval().is_none());
+}
+
+#[tokio::test]
+async fn a_closed_ui_denies() {
+    let (tx, rx) = mpsc::unbounded_channel();
+    drop(rx);
+    let answerer = TuiAnswerer::new(tx, Answers::new());
+    assert_eq!(
+        answerer.answer(request("c1")).await,
+        ApprovalDecision::Deny {
+            feedback: Some("the terminal UI closed before anyone answered".into())
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_loop_runs_until_ctrl_c_twice_then_shuts_down() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = runner(driver.clone(), Answers::new());
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    for ch in "hi".chars() {
+        tx.send(key(KeyCode::Char(ch))).unwrap();
+    }
+    tx.send(key(KeyCode::Enter)).unwrap();
+    tx.send(ctrl('c')).unwrap();
+    tx.send(ctrl('c')).unwrap();
+    // Never read: the loop stops at the second Ctrl-C.
+    tx.send(key(KeyCode::Char('x'))).unwrap();
+    runner.run(&mut rx).await.unwrap();
+    assert_eq!(driver.calls(), ["steer hi", "shutdown"]);
+    assert!(runner.state().is_quitting());
+}
