@@ -167,6 +167,43 @@ async fn cancel_mid_stream_drops_the_request_and_logs_the_visible_prefix() {
 }
 
 #[tokio::test]
+async fn cancel_before_the_response_head_drops_the_request_and_logs_no_chunk() {
+    let script = Script::new().respond(Reply::fault(Fault::StallBeforeResponse));
+    let server = MockServer::start(script).await.unwrap();
+    let watch = CloseWatch::start(server.addr()).await;
+    let setup = Setup::default().idle_timeout_ms(60_000);
+    let e2e = E2e::start_at(server, Some(watch.url.clone()), setup).await;
+    e2e.agent.followup(user_msg("hi")).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), e2e.server.wait_for_requests(1))
+        .await
+        .expect("the request never arrived");
+    e2e.agent
+        .cancel(AgentCancelCause::User, CancelOptions::default())
+        .unwrap();
+    e2e.idle().await;
+    watch.wait_closed(1).await;
+
+    let mut log = turn_opening("hi", false);
+    let mut s = Seq(7);
+    log.extend([
+        s.event("step/end", json!({"turn": 1, "step": 1})),
+        s.event(
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
+        ),
+    ]);
+    assert_log_eq(&e2e.log(), &log);
+    // An attempt with no chunk is invisible to `verify`'s attempt finder; rebuild the one
+    // request from the log as it stood before the step closed.
+    let requests = e2e.server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body, rebuild_body(e2e.session(), &e2e.route, 7));
+    e2e.recon.assert_clean();
+    assert_eq!(e2e.recon.checked(), 1);
+    dsh_testkit::checks::assert_log_ok(&e2e.session().events());
+}
+
+#[tokio::test]
 async fn cancel_before_visible_text_drops_the_request_and_logs_no_message() {
     let (e2e, watch) = stalled(Reply::text("   ").chunks(1), 1).await;
     e2e.agent.followup(user_msg("hi")).unwrap();
