@@ -160,6 +160,15 @@ impl ResolvedRetryPolicy {
     /// A stable identity for the policy's settings, logged with each retry so retries counted
     /// under one policy are not confused with those of a changed policy.
     pub fn policy_key(&self) -> String {
+        // The key is matched against keys the original wrote, so numbers must render the way
+        // JavaScript renders them: a whole-valued ratio is `0`/`1`, never `0.0`/`1.0`.
+        fn js_number(x: f64) -> serde_json::Value {
+            if x.fract() == 0.0 && x.abs() < 9.0e15 {
+                serde_json::Value::from(x as i64)
+            } else {
+                serde_json::Value::from(x)
+            }
+        }
         let value = match self {
             Self::Normal(n) => serde_json::json!([
                 "normal",
@@ -167,13 +176,13 @@ impl ResolvedRetryPolicy {
                 n.retryable_codes,
                 n.backoff.initial_delay_ms,
                 n.backoff.max_delay_ms,
-                n.backoff.jitter_ratio
+                js_number(n.backoff.jitter_ratio)
             ]),
             Self::Always { backoff } => serde_json::json!([
                 "always",
                 backoff.initial_delay_ms,
                 backoff.max_delay_ms,
-                backoff.jitter_ratio
+                js_number(backoff.jitter_ratio)
             ]),
         };
         value.to_string()
@@ -198,6 +207,13 @@ mod tests {
         assert_eq!(
             policy.policy_key(),
             r#"["normal",5,["EMPTY_RESPONSE","RATE_LIMIT","SERVER","TIMEOUT","TRANSPORT"],500,10000,0.1]"#
+        );
+        // Whole-valued ratios render as JavaScript writes them.
+        let mut no_jitter = NormalRetry::default();
+        no_jitter.backoff.jitter_ratio = 0.0;
+        assert_eq!(
+            ResolvedRetryPolicy::Normal(no_jitter).policy_key(),
+            r#"["normal",5,["EMPTY_RESPONSE","RATE_LIMIT","SERVER","TIMEOUT","TRANSPORT"],500,10000,0]"#
         );
         let partial: ResolvedRetryPolicy =
             serde_json::from_value(json!({"mode":"always","maxDelayMs":2000})).unwrap();
