@@ -50,7 +50,7 @@ struct SessionTool<T> {
 }
 
 impl<T: Registrable + Clone> SessionTool<T> {
-    fn new(body: T, env: EnvSlot) -> Arc<dyn Tool> {
+    fn erased(body: T, env: EnvSlot) -> Arc<dyn Tool> {
         Self::with_web_fetch(body, env, None)
     }
 
@@ -149,13 +149,13 @@ pub fn register_session_tools(
     let mut registered = Vec::new();
     for name in config.tool_names()? {
         let tool = match name {
-            Bash::NAME => SessionTool::new(Bash, env.clone()),
-            Read::NAME => SessionTool::new(Read, env.clone()),
-            Write::NAME => SessionTool::new(Write, env.clone()),
-            Edit::NAME => SessionTool::new(Edit, env.clone()),
-            Glob::NAME => SessionTool::new(Glob, env.clone()),
-            Grep::NAME => SessionTool::new(Grep, env.clone()),
-            TodoWrite::NAME => SessionTool::new(TodoWrite, env.clone()),
+            Bash::NAME => SessionTool::erased(Bash, env.clone()),
+            Read::NAME => SessionTool::erased(Read, env.clone()),
+            Write::NAME => SessionTool::erased(Write, env.clone()),
+            Edit::NAME => SessionTool::erased(Edit, env.clone()),
+            Glob::NAME => SessionTool::erased(Glob, env.clone()),
+            Grep::NAME => SessionTool::erased(Grep, env.clone()),
+            TodoWrite::NAME => SessionTool::erased(TodoWrite, env.clone()),
             WebFetch::NAME => {
                 SessionTool::with_web_fetch(WebFetch, env.clone(), Some(web_fetch.clone()))
             }

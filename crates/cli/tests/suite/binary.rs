@@ -196,12 +196,7 @@ fn a_bad_environment_value_stops_with_status_2() {
 #[test]
 fn commands_that_are_not_built_do_not_exist() {
     let home = tempfile::tempdir().unwrap();
-    for missing in ["serve"] {
-        let output = dsh(home.path(), &[], &[missing]);
-        assert_eq!(output.status.code(), Some(2), "{missing}");
-        assert!(
-            text(&output.stderr).contains("unrecognized subcommand"),
-            "{missing}"
-        );
-    }
+    let output = dsh(home.path(), &[], &["serve"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("unrecognized subcommand"));
 }

@@ -167,11 +167,6 @@ pub fn json_lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// Event types of a log, in order.
-pub fn types(events: &[Arc<SessionEvent>]) -> Vec<String> {
-    events.iter().map(|e| e.type_name().to_owned()).collect()
-}
-
 /// The `turn/end` reasons of a log, as JSON.
 pub fn turn_ends(events: &[Arc<SessionEvent>]) -> Vec<Value> {
     events
