@@ -93,7 +93,8 @@ async fn a_refused_key_fails_the_turn_with_exit_1() {
 
 #[tokio::test]
 async fn an_answer_cut_at_max_tokens_exits_1() {
-    let server = serve(Script::new().respond(Reply::text("It all began").finish_reason("length"))).await;
+    let server =
+        serve(Script::new().respond(Reply::text("It all began").finish_reason("length"))).await;
     let sandbox = Sandbox::new().with_server(&server);
     let output = sandbox.dsh(&["run", "tell a long story"]).await;
     assert_eq!(output.status.code(), Some(1));
@@ -139,7 +140,14 @@ async fn a_local_server_needs_no_key() {
     sandbox.env.clear();
     let url = server.base_url();
     let output = sandbox
-        .dsh(&["run", "--provider", "openai-compatible", "--base-url", &url, "hi"])
+        .dsh(&[
+            "run",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &url,
+            "hi",
+        ])
         .await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "local\n");
@@ -306,7 +314,11 @@ fn tool_output(events: &[std::sync::Arc<SessionEvent>], tool: &str) -> String {
 async fn the_demo_script_runs_real_tools_in_the_workspace() {
     let server = serve(demo_script()).await;
     let sandbox = Sandbox::new().with_server(&server);
-    std::fs::write(sandbox.cwd.path().join("README.md"), "# Widget\nA tiny widget.\n").unwrap();
+    std::fs::write(
+        sandbox.cwd.path().join("README.md"),
+        "# Widget\nA tiny widget.\n",
+    )
+    .unwrap();
     std::fs::write(sandbox.cwd.path().join("marker-7f3a.txt"), "x").unwrap();
     let output = sandbox
         .dsh(&["run", "--approval", "never", "what is this project?"])
@@ -376,7 +388,11 @@ async fn workspace_instructions_reach_a_new_session_once() {
     )
     .await;
     let sandbox = Sandbox::new().with_server(&server);
-    std::fs::write(sandbox.cwd.path().join("AGENTS.md"), "Always answer in haiku.\n").unwrap();
+    std::fs::write(
+        sandbox.cwd.path().join("AGENTS.md"),
+        "Always answer in haiku.\n",
+    )
+    .unwrap();
     let first = sandbox.dsh(&["run", "hi"]).await;
     let id = session_of(&first);
     let second = sandbox.dsh(&["run", "--resume", &id, "again"]).await;
@@ -385,7 +401,10 @@ async fn workspace_instructions_reach_a_new_session_once() {
     let with_instructions = events
         .iter()
         .filter(|e| e.type_name() == "user/message")
-        .filter(|e| e.message().is_some_and(|m| m.text().contains("Always answer in haiku.")))
+        .filter(|e| {
+            e.message()
+                .is_some_and(|m| m.text().contains("Always answer in haiku."))
+        })
         .count();
     assert_eq!(with_instructions, 1);
     let body = server.requests()[0].body.to_string();

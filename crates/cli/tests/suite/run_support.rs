@@ -124,7 +124,12 @@ pub fn fixtures() -> PathBuf {
 /// The id of the one session a fixture scenario holds.
 pub fn fixture_id(scenario: &str, form: &str) -> String {
     let root = fixtures().join(scenario).join(form).join("sessions");
-    let project = std::fs::read_dir(root).unwrap().next().unwrap().unwrap().path();
+    let project = std::fs::read_dir(root)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let session = std::fs::read_dir(project).unwrap().next().unwrap().unwrap();
     session.file_name().to_string_lossy().into_owned()
 }

@@ -62,15 +62,23 @@ async fn list_reads_the_index_per_workspace_or_all() {
         .collect();
     seen.sort_by(|a, b| a.0.cmp(&b.0));
     let mut expected = vec![
-        (fixture_id("text", "zstd"), json!(PROJECT), json!(1), json!("completed")),
-        (fixture_id("bash", "zstd"), json!(PROJECT), json!(1), json!("completed")),
+        (
+            fixture_id("text", "zstd"),
+            json!(PROJECT),
+            json!(1),
+            json!("completed"),
+        ),
+        (
+            fixture_id("bash", "zstd"),
+            json!(PROJECT),
+            json!(1),
+            json!("completed"),
+        ),
     ];
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(seen, expected);
 
-    let project = sandbox
-        .dsh(&["sessions", "list", "--cwd", PROJECT])
-        .await;
+    let project = sandbox.dsh(&["sessions", "list", "--cwd", PROJECT]).await;
     let listing = text(&project.stdout);
     let lines: Vec<&str> = listing.lines().collect();
     assert_eq!(lines.len(), 3, "{listing}");
@@ -86,7 +94,10 @@ async fn show_prints_the_conversation_or_the_raw_log() {
     let human = sandbox.dsh(&["sessions", "show", prefix]).await;
     assert_eq!(human.status.code(), Some(0), "{}", text(&human.stderr));
     let shown = text(&human.stdout);
-    assert!(shown.starts_with(&format!("session {id}  ·  {PROJECT}")), "{shown}");
+    assert!(
+        shown.starts_with(&format!("session {id}  ·  {PROJECT}")),
+        "{shown}"
+    );
     assert!(shown.contains("› What does notes.txt say?"), "{shown}");
     assert!(shown.contains("bash  cat notes.txt"), "{shown}");
     assert!(shown.contains("turn 1 completed"), "{shown}");
@@ -96,20 +107,34 @@ async fn show_prints_the_conversation_or_the_raw_log() {
     assert_eq!(lines.len(), 1 + 53);
     assert_eq!(lines[0]["type"], "session");
     assert_eq!(lines[0]["id"], json!(id));
-    let seqs: Vec<u64> = lines[1..].iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    let seqs: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l["seq"].as_u64().unwrap())
+        .collect();
     assert_eq!(seqs, (0..53).collect::<Vec<_>>());
 }
 
 #[tokio::test]
 async fn verify_passes_every_fixture_and_names_file_and_line_of_damage() {
     let mut sandbox = Sandbox::new();
-    for scenario in ["text", "bash", "read-edit", "multi-turn", "retry", "parallel-tools"] {
+    for scenario in [
+        "text",
+        "bash",
+        "read-edit",
+        "multi-turn",
+        "retry",
+        "parallel-tools",
+    ] {
         sandbox = sandbox.with_fixture(scenario, "zstd");
     }
     let all = sandbox.dsh(&["sessions", "verify", "--all"]).await;
     assert_eq!(all.status.code(), Some(0), "{}", text(&all.stdout));
     let report = text(&all.stdout);
-    assert_eq!(report.lines().filter(|l| l.starts_with("ok ")).count(), 6, "{report}");
+    assert_eq!(
+        report.lines().filter(|l| l.starts_with("ok ")).count(),
+        6,
+        "{report}"
+    );
 
     let damaged = Sandbox::new().with_fixture("multi-turn", "jsonl");
     plain_store(&damaged);
@@ -125,10 +150,34 @@ async fn verify_passes_every_fixture_and_names_file_and_line_of_damage() {
     assert!(report.starts_with(&format!("CORRUPT  {id}")), "{report}");
     assert!(report.contains(&path.display().to_string()), "{report}");
     assert!(report.contains("line 10"), "{report}");
-    // Corruption is never "repaired" silently.
+    // Resuming refuses a corrupt log; only an explicit repair cuts the damage off, after a
+    // backup, and says what it dropped.
+    let damaged_text = lines.join("\n") + "\n";
+    let resume = damaged.dsh(&["run", "--resume", &id, "go on"]).await;
+    assert_eq!(resume.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), damaged_text);
     let repair = damaged.dsh(&["sessions", "repair", &id]).await;
-    assert_eq!(repair.status.code(), Some(1));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), lines.join("\n") + "\n");
+    assert_eq!(repair.status.code(), Some(0), "{}", text(&repair.stderr));
+    let said = text(&repair.stdout);
+    assert!(
+        said.contains("dropped everything from line 10 on"),
+        "{said}"
+    );
+    let backup = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".bak-"))
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), damaged_text);
+    let events = dsh_store::SessionPersistence::load(
+        &plain_backend(&damaged),
+        &dsh_protocol::SessionId::new(id.clone()),
+    )
+    .unwrap()
+    .events;
+    assert_log_ok(&events);
+    assert_eq!(events[7].seq, 7);
+    assert_eq!(turn_ends(&events), [json!({"kind": "interrupted"})]);
 }
 
 #[tokio::test]
@@ -163,7 +212,11 @@ async fn repair_backs_up_then_cuts_a_torn_tail_and_closes_the_open_turn() {
     assert_eq!(std::fs::read_to_string(&backups[0]).unwrap(), crashed);
 
     let after = sandbox.dsh(&["sessions", "verify", &id]).await;
-    assert!(text(&after.stdout).starts_with("ok "), "{}", text(&after.stdout));
+    assert!(
+        text(&after.stdout).starts_with("ok "),
+        "{}",
+        text(&after.stdout)
+    );
     let events = dsh_store::SessionPersistence::load(
         &plain_backend(&sandbox),
         &dsh_protocol::SessionId::new(id.clone()),
@@ -190,9 +243,7 @@ async fn fork_copies_a_prefix_into_a_new_session_and_refuses_half_turns() {
         .unwrap()
         .seq;
     let at = first_end.to_string();
-    let fork = sandbox
-        .dsh(&["sessions", "fork", &id, "--at", &at])
-        .await;
+    let fork = sandbox.dsh(&["sessions", "fork", &id, "--at", &at]).await;
     assert_eq!(fork.status.code(), Some(0), "{}", text(&fork.stderr));
     let child = text(&fork.stdout).trim().to_owned();
     assert!(child.starts_with("session-") && child != id, "{child}");
@@ -210,7 +261,11 @@ async fn fork_copies_a_prefix_into_a_new_session_and_refuses_half_turns() {
         .dsh(&["sessions", "fork", &id, "--at", &inside])
         .await;
     assert_eq!(refused.status.code(), Some(1));
-    assert!(text(&refused.stderr).contains("cannot fork"), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("cannot fork"),
+        "{}",
+        text(&refused.stderr)
+    );
 }
 
 #[tokio::test]
@@ -228,11 +283,11 @@ async fn export_writes_the_header_and_every_event_as_one_file() {
 
     let default_name = sandbox.dsh(&["sessions", "export", &id]).await;
     let written = sandbox.cwd.path().join(format!("{id}.dsh-session.jsonl"));
-    assert_eq!(text(&default_name.stdout).trim(), format!("{id}.dsh-session.jsonl"));
     assert_eq!(
-        std::fs::read_to_string(written).unwrap(),
-        text(&raw.stdout)
+        text(&default_name.stdout).trim(),
+        format!("{id}.dsh-session.jsonl")
     );
+    assert_eq!(std::fs::read_to_string(written).unwrap(), text(&raw.stdout));
 }
 
 #[tokio::test]
@@ -279,7 +334,10 @@ async fn sessions_written_by_runs_are_listed_verified_and_forked() {
     let two = session_of(&sandbox.dsh(&["run", "second question"]).await);
     let list = sandbox.dsh(&["sessions", "list", "--json"]).await;
     let summaries: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
-    let ids: Vec<&str> = summaries.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = summaries
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [two.as_str(), one.as_str()]);
     assert_eq!(summaries[1]["title"], json!("first question"));
     let verify = sandbox.dsh(&["sessions", "verify", &one]).await;
@@ -310,4 +368,29 @@ async fn ambiguous_and_unknown_ids_are_usage_errors() {
     assert_eq!(unknown.status.code(), Some(2));
     let neither = sandbox.dsh(&["sessions", "verify"]).await;
     assert_eq!(neither.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn a_damaged_zstd_frame_is_reported_and_cut_at_the_frame() {
+    let sandbox = Sandbox::new().with_fixture("multi-turn", "zstd");
+    let id = fixture_id("multi-turn", "zstd");
+    let path = log_path(&sandbox, &id, "session.jsonl.zstd");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let verify = sandbox.dsh(&["sessions", "verify", &id]).await;
+    assert_eq!(verify.status.code(), Some(1));
+    let report = text(&verify.stdout);
+    assert!(report.contains("zstd frame"), "{report}");
+    assert!(report.contains(&path.display().to_string()), "{report}");
+
+    let repair = sandbox.dsh(&["sessions", "repair", &id]).await;
+    assert_eq!(repair.status.code(), Some(0), "{}", text(&repair.stderr));
+    assert!(text(&repair.stdout).contains("dropped everything from line"));
+    let after = sandbox.dsh(&["sessions", "verify", &id]).await;
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after.stdout));
+    let events = sandbox.events(&id);
+    assert_log_ok(&events);
+    assert!((std::fs::metadata(&path).unwrap().len() as usize) < bytes.len());
 }
