@@ -3,12 +3,15 @@
 //! Only commands that work exist. `dsh --version` is answered by clap while parsing, before
 //! any configuration is read or runtime started, so it stays instant.
 //!
+//! - `dsh` alone on a terminal: the interactive UI ([`interactive`]); elsewhere it prints
+//!   the help and exits 2.
 //! - `dsh run [PROMPT]`: one headless turn ([`run`]); exit 0 completed, 1 failed, blocked or
 //!   cut off, 130 interrupted, 2 usage or configuration error.
 //! - `dsh sessions ...`: list, show, verify, repair, fork and export stored sessions.
 //! - `dsh config show`: the effective settings and where each value came from.
 
 mod config;
+mod interactive;
 mod repair;
 mod run;
 pub mod run_output;
@@ -39,12 +42,13 @@ pub struct UsageError(pub String);
 
 /// An LLM agent harness for coding.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, arg_required_else_help = true)]
+#[command(name = "dsh", version)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without a command, `dsh` on a terminal opens the interactive UI.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Options every command accepts; they override settings.toml and the environment.
@@ -192,8 +196,9 @@ pub fn main() -> ExitCode {
     init_logging();
     let result = match &cli.command {
         // `run` streams to the real stdout and stderr itself.
-        Command::Run(args) => run::run(&cli.global, args, &ProcessEnv),
-        _ => {
+        None => interactive::run(&cli.global, &ProcessEnv),
+        Some(Command::Run(args)) => run::run(&cli.global, args, &ProcessEnv),
+        Some(_) => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             let result = dispatch(&cli, &ProcessEnv, &mut out);
@@ -226,9 +231,10 @@ fn init_logging() {
 pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result<u8> {
     let flags = cli.global.overrides();
     match &cli.command {
-        Command::Run(args) => run::run(&cli.global, args, env),
-        Command::Sessions(command) => sessions::sessions(&cli.global, command, env, out),
-        Command::Config(ConfigCommand::Show { json }) => {
+        None => interactive::run(&cli.global, env),
+        Some(Command::Run(args)) => run::run(&cli.global, args, env),
+        Some(Command::Sessions(command)) => sessions::sessions(&cli.global, command, env, out),
+        Some(Command::Config(ConfigCommand::Show { json })) => {
             config::show(env, &flags, *json, out).map(|()| exit::SUCCESS)
         }
     }

@@ -417,7 +417,7 @@ fn events_of_other_sessions_and_replays_are_ignored() {
     assert_eq!(effects, []);
     // The same event twice (a subscription racing the opening snapshot) counts once.
     assert_eq!(
-        scrollback(&feed(&mut state, &[event.clone()])),
+        scrollback(&feed(&mut state, std::slice::from_ref(&event))),
         ["", "› from elsewhere"]
     );
     assert_eq!(feed(&mut state, &[event]), []);

@@ -229,14 +229,14 @@ impl FakeDriver {
 }
 
 impl AgentDriver for FakeDriver {
-    fn steer(&self, text: &str) -> Result<(), DriverError> {
+    fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
         self.record(format!("steer {text}"));
-        Ok(())
+        Box::pin(async { Ok(()) })
     }
 
-    fn follow_up(&self, text: &str) -> Result<(), DriverError> {
+    fn follow_up(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
         self.record(format!("follow-up {text}"));
-        Ok(())
+        Box::pin(async { Ok(()) })
     }
 
     fn cancel(&self) -> Result<(), DriverError> {
@@ -260,9 +260,18 @@ impl AgentDriver for FakeDriver {
         PermissionPreset::WorkspaceWrite
     }
 
-    fn set_permission(&self, preset: PermissionPreset) -> Result<(), DriverError> {
+    fn set_permission(
+        &self,
+        preset: PermissionPreset,
+    ) -> BoxFuture<'_, Result<String, DriverError>> {
         self.record(format!("set-permission {}", preset.as_str()));
-        Ok(())
+        let note = format!(
+            "permission: {} (sandbox {}, approval {})",
+            preset.as_str(),
+            preset.sandbox_mode().as_str(),
+            preset.approval_policy()
+        );
+        Box::pin(async move { Ok(note) })
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {

@@ -91,21 +91,26 @@ pub struct ModelInfo {
 
 /// The application as the UI sees it. Everything the UI can make happen goes through here.
 ///
-/// Quick calls are synchronous (they only touch memory and the log); the ones that may read
-/// or write files return futures, which the UI awaits before reading the next key.
+/// Quick calls are synchronous (they only touch memory and the log); the ones that may
+/// start an agent or read and write files return futures, which the UI awaits before it
+/// reads the next key. Sending a prompt is one of those: a session's agent may be started
+/// only when its first prompt arrives, so an opened-and-left UI leaves no empty session.
 pub trait AgentDriver: Send + Sync {
     /// Steers the current agent: starts a turn when idle, else claimed at the next step.
-    fn steer(&self, text: &str) -> Result<(), DriverError>;
+    fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>>;
     /// Queues a prompt that becomes its own turn after the current one.
-    fn follow_up(&self, text: &str) -> Result<(), DriverError>;
+    fn follow_up(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>>;
     /// Cancels the running turn as the user; queued input stays queued.
     fn cancel(&self) -> Result<(), DriverError>;
     fn model(&self) -> ModelInfo;
     /// Switches the model for the next step; returns a note to show.
     fn set_model(&self, model: &str) -> Result<String, DriverError>;
     fn permission(&self) -> PermissionPreset;
-    /// Switches the session's sandbox mode and approval policy together.
-    fn set_permission(&self, preset: PermissionPreset) -> Result<(), DriverError>;
+    /// Switches the session's sandbox mode and approval policy together; returns a note.
+    fn set_permission(
+        &self,
+        preset: PermissionPreset,
+    ) -> BoxFuture<'_, Result<String, DriverError>>;
     /// Sessions of this workspace, newest first.
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>>;
     fn resume(&self, id: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;

@@ -135,8 +135,8 @@ impl<B: Backend> Runner<B> {
                 self.answers.answer(ticket, decision);
                 return Ok(());
             }
-            Effect::Steer(text) => driver.steer(&text).map(|()| None),
-            Effect::FollowUp(text) => driver.follow_up(&text).map(|()| None),
+            Effect::Steer(text) => driver.steer(&text).await.map(|()| None),
+            Effect::FollowUp(text) => driver.follow_up(&text).await.map(|()| None),
             Effect::Cancel => driver.cancel().map(|()| None),
             Effect::ShowModel => {
                 let model = driver.model();
@@ -160,14 +160,10 @@ impl<B: Backend> Runner<B> {
             Effect::ShowPermission => Ok(Some(Input::Notice(permission_lines(Some(
                 driver.permission(),
             ))))),
-            Effect::SetPermission(preset) => driver.set_permission(preset).map(|()| {
-                Some(Input::Notice(vec![format!(
-                    "permission: {} (sandbox {}, approval {})",
-                    preset.as_str(),
-                    preset.sandbox_mode().as_str(),
-                    preset.approval_policy()
-                )]))
-            }),
+            Effect::SetPermission(preset) => driver
+                .set_permission(preset)
+                .await
+                .map(|note| Some(Input::Notice(vec![note]))),
         };
         match outcome {
             Ok(Some(input)) => inputs.push_back(input),

@@ -1,0 +1,481 @@
+//! `dsh` with no command: the interactive terminal UI over a booted [`Runtime`].
+//!
+//! [`AppDriver`] is the application side of the UI's [`AgentDriver`] seam. It owns the
+//! agent of the session on screen and starts it only when the first prompt is sent (so
+//! opening and leaving `dsh` writes no empty session), forwards that session's events into
+//! the UI, switches sessions for `/resume`, `/fork` and `/clear`, and switches models and
+//! permission presets.
+
+use super::sessions::format_time;
+use super::{exit, GlobalArgs};
+use crate::app::{find_session, sessions_of, AgentStart, BootOptions, Runtime};
+use crate::config::{load, Env, Settings, Source};
+use crate::tui::interactive::{
+    run_terminal, AgentDriver, Answers, DriverError, Input, ModelInfo, OpenedHow, OpenedSession,
+    SessionListing, TuiAnswerer,
+};
+use dsh_agent::{
+    install_model_selection, Agent, AgentCancelCause, AgentHandle, CancelOptions, ModelSelection,
+    ModelSelectionRef,
+};
+use dsh_kernel::Disposer;
+use dsh_protocol::{Message, SessionId};
+use dsh_store::SessionPersistence;
+use dsh_tools_builtin::approval::events::fold_session_safety;
+use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
+use futures_util::future::BoxFuture;
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::mpsc;
+
+/// Runs the interactive UI when stdin and stdout are a terminal; otherwise prints the help
+/// and returns the usage status, as a bare `dsh` in a script should.
+pub(super) fn run(global: &GlobalArgs, env: &dyn Env) -> anyhow::Result<u8> {
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        let help = <super::Cli as clap::CommandFactory>::command().render_help();
+        eprint!("{help}");
+        return Ok(exit::USAGE);
+    }
+    let settings = load(env, &global.overrides())?;
+    let options = BootOptions::from_process(global.cwd.clone())?;
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    tokio.block_on(interactive(settings, options))
+}
+
+async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result<u8> {
+    let runtime = Arc::new(Runtime::boot(settings, options)?);
+    let (sender, inputs) = mpsc::unbounded_channel();
+    let answers = Answers::new();
+    let approvals = runtime.approvals();
+    if let Some(approvals) = &approvals {
+        let answerer = TuiAnswerer::new(sender.clone(), answers.clone());
+        approvals.set_answerer(Some(Arc::new(answerer)));
+    }
+    let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
+    let first = driver.opened_new();
+    let result = run_terminal(driver.clone(), answers, sender, inputs, first).await;
+    if let Some(approvals) = &approvals {
+        approvals.set_answerer(None);
+    }
+    drop(driver);
+    if let Ok(runtime) = Arc::try_unwrap(runtime) {
+        runtime.shutdown();
+    }
+    result?;
+    Ok(exit::SUCCESS)
+}
+
+/// The agent of the session on screen, once started.
+struct Live {
+    handle: AgentHandle,
+    subscription: Disposer,
+}
+
+impl Live {
+    fn agent(&self) -> &Arc<dyn Agent> {
+        self.handle.agent()
+    }
+
+    async fn close(self) {
+        // The loop flushes the session before disposal completes.
+        self.handle.dispose().await;
+        self.subscription.dispose();
+    }
+}
+
+struct Current {
+    id: SessionId,
+    live: Option<Live>,
+    /// A preset chosen before the agent started; applied when it does.
+    preset: Option<PermissionPreset>,
+}
+
+/// The application side of the UI. See the module docs.
+pub struct AppDriver {
+    runtime: Arc<Runtime>,
+    inputs: mpsc::UnboundedSender<Input>,
+    /// Shared by every agent this UI starts, so a `/model` choice survives `/clear`.
+    selection: Arc<ModelSelectionRef>,
+    current: Mutex<Current>,
+}
+
+impl AppDriver {
+    pub fn new(runtime: Arc<Runtime>, inputs: mpsc::UnboundedSender<Input>) -> Self {
+        Self {
+            runtime,
+            inputs,
+            selection: Arc::new(ModelSelectionRef::new(None)),
+            current: Mutex::new(Current {
+                id: Runtime::new_session_id(),
+                live: None,
+                preset: None,
+            }),
+        }
+    }
+
+    fn current(&self) -> MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn live_agent(&self) -> Option<Arc<dyn Agent>> {
+        self.current()
+            .live
+            .as_ref()
+            .map(|live| live.agent().clone())
+    }
+
+    /// The (not yet started) session the UI opens with.
+    pub fn opened_new(&self) -> OpenedSession {
+        let id = self.current().id.clone();
+        self.opened(id, OpenedHow::New, Vec::new())
+    }
+
+    fn opened(
+        &self,
+        id: SessionId,
+        how: OpenedHow,
+        events: Vec<Arc<dsh_session::SessionEvent>>,
+    ) -> OpenedSession {
+        let model = self.model();
+        let context_window = self.runtime.settings().active_provider().and_then(|p| {
+            p.models
+                .value
+                .iter()
+                .find(|m| m.id == model.model)
+                .and_then(|m| m.context_window)
+        });
+        OpenedSession {
+            id,
+            how,
+            events,
+            provider: model.provider,
+            model: model.model,
+            context_window,
+        }
+    }
+
+    /// Subscribes to `id`'s events, then creates (or resumes) its agent.
+    async fn start(&self, id: SessionId, resume: bool) -> Result<Live, DriverError> {
+        let inputs = self.inputs.clone();
+        let session = id.clone();
+        let subscription = self
+            .runtime
+            .subscribe(id.clone(), move |event| {
+                let _ = inputs.send(Input::Session {
+                    session: session.clone(),
+                    event: event.clone(),
+                });
+            })
+            .map_err(DriverError::failed)?;
+        let start = AgentStart {
+            session_id: Some(id.clone()),
+            ..AgentStart::default()
+        };
+        let handle = if resume {
+            self.runtime.resume_agent(id, start).await
+        } else {
+            self.runtime.create_agent(start).await
+        };
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(error) => {
+                subscription.dispose();
+                return Err(DriverError::failed(error));
+            }
+        };
+        match install_model_selection(handle.agent().ctx(), self.selection.clone()) {
+            // They unwind with the agent.
+            Ok(disposers) => disposers.into_iter().for_each(Disposer::forget),
+            Err(error) => tracing::warn!(%error, "model switching is unavailable for this agent"),
+        }
+        Ok(Live {
+            handle,
+            subscription,
+        })
+    }
+
+    /// The current agent, started on first use.
+    async fn agent(&self) -> Result<Arc<dyn Agent>, DriverError> {
+        if let Some(agent) = self.live_agent() {
+            return Ok(agent);
+        }
+        let id = self.current().id.clone();
+        let live = self.start(id, false).await?;
+        let agent = live.agent().clone();
+        let preset = {
+            let mut current = self.current();
+            current.live = Some(live);
+            current.preset.take()
+        };
+        if let Some(preset) = preset {
+            self.apply_preset(&agent, preset)?;
+        }
+        Ok(agent)
+    }
+
+    /// Makes `live` (driving `id`) the session on screen and closes the previous one.
+    async fn switch(&self, id: SessionId, live: Option<Live>) {
+        let previous = {
+            let mut current = self.current();
+            current.id = id;
+            current.preset = None;
+            std::mem::replace(&mut current.live, live)
+        };
+        if let Some(previous) = previous {
+            previous.close().await;
+        }
+    }
+
+    fn persistence(&self) -> Result<Arc<dyn SessionPersistence>, DriverError> {
+        self.runtime.persistence().ok_or_else(|| {
+            DriverError::Unsupported("sessions are not stored in this configuration".into())
+        })
+    }
+
+    fn ensure_idle(&self) -> Result<(), DriverError> {
+        match self.live_agent() {
+            Some(agent) if agent.status() == dsh_agent::AgentStatus::Running => {
+                Err(DriverError::Busy)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Logs the preset with its sandbox mode and policy, and adopts the policy.
+    fn apply_preset(
+        &self,
+        agent: &Arc<dyn Agent>,
+        preset: PermissionPreset,
+    ) -> Result<(), DriverError> {
+        let approvals = self.runtime.approvals().ok_or_else(|| {
+            DriverError::Unsupported("approval is not configured in this composition".into())
+        })?;
+        approvals
+            .start_session(agent.session(), &SessionSafety::from_preset(preset))
+            .map_err(DriverError::failed)
+    }
+
+    /// The sandbox mode this run pins with a flag or an environment variable, if any.
+    fn pinned_sandbox(&self) -> Option<SandboxMode> {
+        let mode = &self.runtime.settings().sandbox.mode;
+        matches!(mode.source, Source::Flag { .. } | Source::Env { .. })
+            .then(|| crate::app::tool_sandbox_mode(mode.value))
+    }
+
+    async fn reopen(&self, id: SessionId, how: OpenedHow) -> Result<OpenedSession, DriverError> {
+        let live = self.start(id.clone(), true).await?;
+        let events = live.agent().session().events().to_vec();
+        self.switch(id.clone(), Some(live)).await;
+        Ok(self.opened(id, how, events))
+    }
+}
+
+fn default_preset(settings: &Settings) -> PermissionPreset {
+    match crate::app::tool_sandbox_mode(settings.sandbox.mode.value) {
+        SandboxMode::ReadOnly => PermissionPreset::ReadOnly,
+        SandboxMode::WorkspaceWrite => PermissionPreset::WorkspaceWrite,
+        SandboxMode::DangerFullAccess => PermissionPreset::DangerFullAccess,
+    }
+}
+
+impl AgentDriver for AppDriver {
+    fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
+        let message = Message::user_text(text);
+        Box::pin(async move {
+            let agent = self.agent().await?;
+            agent.steer(message).map_err(DriverError::failed)
+        })
+    }
+
+    fn follow_up(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
+        let message = Message::user_text(text);
+        Box::pin(async move {
+            let agent = self.agent().await?;
+            agent.followup(message).map_err(DriverError::failed)
+        })
+    }
+
+    fn cancel(&self) -> Result<(), DriverError> {
+        match self.live_agent() {
+            Some(agent) => agent
+                .cancel(AgentCancelCause::User, CancelOptions::keep_inbox())
+                .map_err(DriverError::failed),
+            None => Ok(()),
+        }
+    }
+
+    fn model(&self) -> ModelInfo {
+        match self.selection.current() {
+            Some(chosen) => ModelInfo {
+                provider: chosen.provider,
+                model: chosen.model,
+            },
+            None => {
+                let settings = self.runtime.settings();
+                ModelInfo {
+                    provider: settings.model.provider.value.clone(),
+                    model: settings.model.model.value.clone(),
+                }
+            }
+        }
+    }
+
+    fn set_model(&self, model: &str) -> Result<String, DriverError> {
+        let provider = self.model().provider;
+        let known = self
+            .runtime
+            .settings()
+            .provider(&provider)
+            .is_some_and(|p| p.models.value.iter().any(|m| m.id == model));
+        self.selection.set(Some(ModelSelection {
+            provider: provider.clone(),
+            model: model.to_owned(),
+            reasoning_effort: None,
+        }));
+        let mut note = format!("model: {model} ({provider}) from the next step");
+        if !known {
+            note.push_str(&format!(
+                "; it is not in the {provider} catalog, so the provider decides whether it exists"
+            ));
+        }
+        Ok(note)
+    }
+
+    fn permission(&self) -> PermissionPreset {
+        let (live, pending) = {
+            let current = self.current();
+            (
+                current.live.as_ref().map(|l| l.agent().clone()),
+                current.preset,
+            )
+        };
+        live.and_then(|agent| fold_session_safety(&agent.session().events()).preset)
+            .or(pending)
+            .unwrap_or_else(|| default_preset(self.runtime.settings()))
+    }
+
+    fn set_permission(
+        &self,
+        preset: PermissionPreset,
+    ) -> BoxFuture<'_, Result<String, DriverError>> {
+        Box::pin(async move {
+            let summary = format!(
+                "permission: {} (sandbox {}, approval {})",
+                preset.as_str(),
+                preset.sandbox_mode().as_str(),
+                preset.approval_policy()
+            );
+            let Some(agent) = self.live_agent() else {
+                self.current().preset = Some(preset);
+                return Ok(format!("{summary}; applies from the first prompt"));
+            };
+            self.ensure_idle()?;
+            let before = fold_session_safety(&agent.session().events()).sandbox;
+            self.apply_preset(&agent, preset)?;
+            if before == Some(preset.sandbox_mode()) {
+                return Ok(summary);
+            }
+            // The tools' sandbox is fixed when an agent starts: restart it on the same log,
+            // which now records the new mode.
+            let id = agent.id().clone();
+            drop(agent);
+            self.reopen_quietly(id).await?;
+            Ok(match self.pinned_sandbox() {
+                Some(pinned) if pinned != preset.sandbox_mode() => format!(
+                    "{summary}; but this run pins the sandbox to {} (--sandbox or \
+                     DSH_PERMISSION_MODE), so it stays in force",
+                    pinned.as_str()
+                ),
+                _ => summary,
+            })
+        })
+    }
+
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {
+        Box::pin(async move {
+            let persistence = self.persistence()?;
+            let summaries = sessions_of(&*persistence, self.runtime.workspace())
+                .map_err(DriverError::failed)?;
+            Ok(summaries
+                .into_iter()
+                .map(|s| SessionListing {
+                    id: SessionId::new(s.id),
+                    updated: format_time(s.updated_at),
+                    title: s.title.unwrap_or_else(|| "(no prompt)".into()),
+                    turns: s.turns,
+                })
+                .collect())
+        })
+    }
+
+    fn resume(&self, query: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
+        let query = query.to_owned();
+        Box::pin(async move {
+            self.ensure_idle()?;
+            let persistence = self.persistence()?;
+            let summary = find_session(&*persistence, &query).map_err(DriverError::failed)?;
+            let id = SessionId::new(summary.id);
+            if id == self.current().id {
+                return Err(DriverError::Failed(format!("session {id} is already open")));
+            }
+            self.reopen(id, OpenedHow::Resumed).await
+        })
+    }
+
+    fn fork(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
+        Box::pin(async move {
+            self.ensure_idle()?;
+            let Some(agent) = self.live_agent() else {
+                return Err(DriverError::Failed(
+                    "nothing to fork yet: this session has no prompt".into(),
+                ));
+            };
+            let persistence = self.persistence()?;
+            let parent = agent.id().clone();
+            self.runtime
+                .sessions()
+                .flush(agent.session())
+                .await
+                .map_err(DriverError::failed)?;
+            drop(agent);
+            let child = Runtime::new_session_id();
+            dsh_store::fork_stored(&*persistence, &parent, None, child.clone())
+                .map_err(DriverError::failed)?;
+            self.reopen(child, OpenedHow::Forked { parent }).await
+        })
+    }
+
+    fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
+        Box::pin(async move {
+            self.ensure_idle()?;
+            let id = Runtime::new_session_id();
+            self.switch(id.clone(), None).await;
+            Ok(self.opened(id, OpenedHow::New, Vec::new()))
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let live = self.current().live.take();
+            if let Some(live) = live {
+                live.close().await;
+            }
+        })
+    }
+}
+
+impl AppDriver {
+    /// Restarts the current session's agent; its events keep flowing to the UI, which has
+    /// seen them all, so nothing is reprinted.
+    async fn reopen_quietly(&self, id: SessionId) -> Result<(), DriverError> {
+        let previous = self.current().live.take();
+        if let Some(previous) = previous {
+            previous.close().await;
+        }
+        let live = self.start(id, true).await?;
+        self.current().live = Some(live);
+        Ok(())
+    }
+}
