@@ -6,3 +6,4 @@ mod tui_binary;
 mod tui_runner;
 mod tui_state;
 mod tui_support;
+mod tui_tmux;

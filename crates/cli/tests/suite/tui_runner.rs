@@ -94,8 +94,6 @@ async fn finished_turns_go_to_scrollback_and_the_live_area_stays_below() {
          • Hi! What shall we build?\n\
          \n\
          ─ turn 1 completed\n\
-         \n\
-         \n\
          ──────────────────────────────────────────────────\n\
          › type a task; Enter sends\n\
          idle · deepseek-v4-flash (deepseek-official) · 10…"

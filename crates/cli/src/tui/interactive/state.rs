@@ -495,26 +495,50 @@ impl InteractiveState {
         let mut lines = Vec::new();
         let expanded = self.transcript.reasoning_expanded();
         for entry in &self.transcript.entries()[self.flushed..settled] {
-            let is_tool = matches!(entry, Entry::Tool(_));
-            let together = is_tool && self.printed == Printed::Tool;
-            if self.printed != Printed::Nothing && !together {
-                lines.push(Line::default());
-            }
-            lines.extend(entry_lines(entry, self.width, expanded));
-            self.printed = if is_tool {
-                Printed::Tool
-            } else {
-                Printed::Other
-            };
+            push_entry(&mut lines, &mut self.printed, entry, self.width, expanded);
         }
         self.flushed = settled;
         push_scrollback(effects, lines);
+    }
+
+    /// The lines of the entries still changing, separated from the scrollback above them
+    /// the way they will be once printed there.
+    pub fn live_lines(&self) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
+        let mut printed = self.printed;
+        let expanded = self.transcript.reasoning_expanded();
+        for entry in &self.transcript.entries()[self.flushed..] {
+            push_entry(&mut lines, &mut printed, entry, self.width, expanded);
+        }
+        lines
     }
 
     fn sync_queue(&mut self) {
         self.input
             .set_pending(self.pending.follow_ups(), self.pending.steering());
     }
+}
+
+/// Appends `entry`'s lines, after a blank line unless it starts the screen or joins a run of
+/// tool cards (parallel calls stay together).
+fn push_entry(
+    lines: &mut Vec<Line<'static>>,
+    printed: &mut Printed,
+    entry: &Entry,
+    width: u16,
+    expanded: bool,
+) {
+    let is_tool = matches!(entry, Entry::Tool(_));
+    let together = is_tool && *printed == Printed::Tool;
+    if *printed != Printed::Nothing && !together {
+        lines.push(Line::default());
+    }
+    lines.extend(entry_lines(entry, width, expanded));
+    *printed = if is_tool {
+        Printed::Tool
+    } else {
+        Printed::Other
+    };
 }
 
 /// Whether an entry is finished; `last` says whether anything follows it.

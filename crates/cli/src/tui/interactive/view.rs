@@ -1,9 +1,10 @@
 //! The live area of the inline viewport: entries still changing, the approval prompt, the
 //! input box with its queue, and the status line. Finished entries are not here; they were
-//! printed into scrollback.
+//! printed into scrollback. When the live entries outgrow the viewport, their newest lines
+//! show (the whole entry reaches scrollback once it is finished).
 
 use super::state::InteractiveState;
-use crate::tui::{InputView, StatusLine, TranscriptView};
+use crate::tui::{InputView, StatusLine};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::widgets::Widget;
@@ -19,16 +20,26 @@ impl<'a> LiveView<'a> {
         Self { state }
     }
 
-    /// Live entries, approval prompt, input box, status line.
+    /// Live entries, approval prompt, input box, status line, top-aligned: the input sits
+    /// right under the scrollback and the viewport's spare rows stay blank below it.
     fn areas(&self, area: Rect) -> [Rect; 4] {
-        let approval = self.state.approval().map_or(0, |a| a.height(area.width));
-        Layout::vertical([
-            Constraint::Min(0),
+        let state = self.state;
+        let approval = state.approval().map_or(0, |a| a.height(area.width));
+        let input = state.input().height(area.width);
+        let fixed = approval.saturating_add(input).saturating_add(1);
+        let wanted = state.live_lines().len();
+        let live = u16::try_from(wanted)
+            .unwrap_or(u16::MAX)
+            .min(area.height.saturating_sub(fixed));
+        let [live, approval, input, status, _spare] = Layout::vertical([
+            Constraint::Length(live),
             Constraint::Length(approval),
-            Constraint::Length(self.state.input().height(area.width)),
+            Constraint::Length(input),
             Constraint::Length(1),
+            Constraint::Min(0),
         ])
-        .areas(area)
+        .areas(area);
+        [live, approval, input, status]
     }
 
     /// Where the terminal cursor belongs: in the input box, unless a prompt has the keys.
@@ -45,9 +56,12 @@ impl Widget for LiveView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let [live, approval, input, status] = self.areas(area);
         let state = self.state;
-        TranscriptView::new(state.transcript())
-            .starting_at(state.first_live_entry())
-            .render(live, buf);
+        // The newest lines when they do not all fit.
+        let lines = state.live_lines();
+        let shown = lines.len().min(usize::from(live.height));
+        for (y, line) in (live.y..).zip(&lines[lines.len() - shown..]) {
+            buf.set_line(live.x, y, line, live.width);
+        }
         if let Some(prompt) = state.approval() {
             prompt.render(approval, buf);
         }
