@@ -7,3 +7,4 @@ mod tui_runner;
 mod tui_state;
 mod tui_support;
 mod tui_tmux;
+mod crash;
