@@ -47,11 +47,7 @@ impl SessionEvent {
 
     /// Parses one line of JSON text, with typed errors.
     pub fn from_json(text: &str) -> Result<Self, SessionError> {
-        let raw: RawEnvelope =
-            serde_json::from_str(text).map_err(|e| SessionError::InvalidEnvelope {
-                reason: e.to_string(),
-            })?;
-        raw.into_event()
+        Self::from_json_slice(text.as_bytes())
     }
 
     /// The message this event contributes to model history, if it is a message event.
@@ -315,6 +311,15 @@ struct RawEnvelope {
     surface_op: Option<SurfaceOp>,
     #[serde(default)]
     source_event_seqs: Option<Vec<u64>>,
+}
+
+/// The general reader of one event's JSON text (see `wire` for the fast one).
+pub(crate) fn parse_envelope_slice(text: &[u8]) -> Result<SessionEvent, SessionError> {
+    let raw: RawEnvelope =
+        serde_json::from_slice(text).map_err(|e| SessionError::InvalidEnvelope {
+            reason: e.to_string(),
+        })?;
+    raw.into_event()
 }
 
 impl RawEnvelope {

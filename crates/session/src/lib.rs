@@ -29,6 +29,7 @@ mod store;
 pub mod surface;
 mod validate;
 pub mod vocabulary;
+mod wire;
 
 pub use derive::{
     canonical_header, derive_event_message, derive_messages, fold_request_context,
