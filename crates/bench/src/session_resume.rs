@@ -11,10 +11,8 @@
 use crate::stats::{report, summarize};
 use crate::workload::{append_turn, Texts, EVENTS_PER_TURN};
 use dsh_protocol::SessionId;
-use dsh_session::{
-    interrupted_turn_closers, SeedSource, Session, SessionBuilder, SessionEvent, SessionHeader,
-};
-use dsh_store::{read_log, Compression, JsonlBackend, JsonlConfig, SessionPersistence};
+use dsh_session::{interrupted_turn_closers, SeedSource, Session, SessionBuilder, SessionHeader};
+use dsh_store::{read_typed_log, Compression, JsonlBackend, JsonlConfig, SessionPersistence};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -72,25 +70,17 @@ fn resume_once(root: &Path, compression: Compression) -> anyhow::Result<Duration
     Ok(elapsed)
 }
 
-/// Times the resume's phases separately (same work, split at the public seams).
+/// Times the resume's phases separately (the same work, split at the public seams).
 fn phases(path: &Path, compression: Compression) -> anyhow::Result<()> {
     let mut read = Vec::new();
-    let mut parse = Vec::new();
     let mut repair = Vec::new();
     let mut build = Vec::new();
     let mut derive = Vec::new();
     for _ in 0..RUNS {
         let t = Instant::now();
-        let log = read_log(path, compression, Some(ID))?;
+        let log = read_typed_log(path, compression, Some(ID))?;
         read.push(t.elapsed());
-
-        let t = Instant::now();
-        let events = log
-            .events
-            .iter()
-            .map(|v| SessionEvent::from_value(v).map(Arc::new))
-            .collect::<Result<Vec<_>, _>>()?;
-        parse.push(t.elapsed());
+        let events = log.events;
 
         let t = Instant::now();
         let closers = interrupted_turn_closers(&events);
@@ -109,8 +99,7 @@ fn phases(path: &Path, compression: Compression) -> anyhow::Result<()> {
         derive.push(t.elapsed());
     }
     for (name, samples) in [
-        ("  phase: read + decode + unpack rows", read),
-        ("  phase: typed parse", parse),
+        ("  phase: read, decode and parse (typed)", read),
         ("  phase: repair check", repair),
         ("  phase: seeded construction", build),
         ("  phase: derive_messages", derive),

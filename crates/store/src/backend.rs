@@ -1,14 +1,13 @@
 //! The JSONL/zstd backend: [`SessionPersistence`] over the original's on-disk format.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_protocol::SessionId;
 use dsh_session::{
     interrupted_turn_closers, SeedSource, SessionBuilder, SessionEvent, SessionHeader,
 };
-use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::file::{LogFormat, LogWriter};
@@ -17,6 +16,7 @@ use crate::index::{LogStamp, SessionIndex, SessionSummary};
 use crate::paths::{session_dir_name, Compression, StoreLayout};
 use crate::persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 use crate::reader::{read_log, StoredLog};
+use crate::typed_log::{read_typed, TypedLog};
 
 /// Where and how the backend stores logs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,19 +62,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn to_values(events: &[Arc<SessionEvent>]) -> Result<Vec<Value>, StoreError> {
-    events
-        .iter()
-        .enumerate()
-        .map(|(position, event)| {
-            serde_json::to_value(&**event).map_err(|e| StoreError::InvalidEvent {
-                position,
-                reason: e.to_string(),
-            })
-        })
-        .collect()
-}
-
 fn typed_events(log: &StoredLog) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
     log.events
         .iter()
@@ -89,12 +76,12 @@ fn typed_events(log: &StoredLog) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
         .collect()
 }
 
-fn session_header(log: &StoredLog) -> Result<SessionHeader, StoreError> {
+fn session_header(path: &Path, stored: &LogHeader) -> Result<SessionHeader, StoreError> {
     let rejected = |source| StoreError::Rejected {
-        path: log.path.clone(),
+        path: path.to_owned(),
         source,
     };
-    let header: SessionHeader = serde_json::from_value(log.header.to_value()).map_err(|e| {
+    let header: SessionHeader = serde_json::from_value(stored.to_value()).map_err(|e| {
         rejected(dsh_session::SessionError::InvalidHeader {
             reason: e.to_string(),
         })
@@ -179,9 +166,37 @@ impl JsonlBackend {
     fn read(&self, id: &SessionId) -> Result<StoredLog, StoreError> {
         let path = self.locate(id)?;
         let log = read_log(&path, self.layout.compression(), Some(id.as_str()))?;
+        self.check_placement(id, path, &log.header)?;
+        Ok(log)
+    }
+
+    /// [`read`](Self::read) into typed events, with the session's header. The first event
+    /// the session model refuses is reported after the format and header checks, as typing
+    /// a general read would report it.
+    fn read_typed(&self, id: &SessionId) -> Result<(TypedLog, SessionHeader), StoreError> {
+        let path = self.locate(id)?;
+        let (log, refused) = read_typed(&path, self.layout.compression(), Some(id.as_str()))?;
+        self.check_placement(id, path, &log.header)?;
+        let header = session_header(&log.path, &log.header)?;
+        if let Some(source) = refused {
+            return Err(StoreError::Rejected {
+                path: log.path,
+                source,
+            });
+        }
+        Ok((log, header))
+    }
+
+    /// Checks that the header's workspace leads to the directory the log was found in.
+    fn check_placement(
+        &self,
+        id: &SessionId,
+        path: PathBuf,
+        header: &LogHeader,
+    ) -> Result<(), StoreError> {
         let expected = self
             .layout
-            .session_file(log.header.cwd.as_deref(), id.as_str())?;
+            .session_file(header.cwd.as_deref(), id.as_str())?;
         if expected != path {
             return Err(StoreError::Corruption {
                 path,
@@ -191,12 +206,12 @@ impl JsonlBackend {
                 },
                 reason: format!(
                     "the header's workspace {:?} belongs under {}",
-                    log.header.cwd,
+                    header.cwd,
                     expected.display()
                 ),
             });
         }
-        Ok(log)
+        Ok(())
     }
 
     /// Opens the stored log for appending (cutting a torn tail) if the slot has no writer.
@@ -219,12 +234,15 @@ impl JsonlBackend {
         })
     }
 
-    fn append_values(
+    fn append_events(
         &self,
         slot: &mut Slot,
         id: &SessionId,
-        values: &[Value],
+        events: &[Arc<SessionEvent>],
     ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         self.ensure_writer(id, slot)?;
         let Slot { writer, header } = slot;
         let Some(writer) = writer.as_mut() else {
@@ -233,10 +251,10 @@ impl JsonlBackend {
             });
         };
         let size_before = writer.durable_len();
-        writer.append(values)?;
+        writer.append_events(events)?;
         if let (Some(header), Ok(stamp)) = (header.as_ref(), LogStamp::of(writer.path())) {
             self.index
-                .record_append(writer.path(), header, size_before, values, stamp);
+                .record_append_events(writer.path(), header, size_before, events, stamp);
         }
         Ok(())
     }
@@ -268,13 +286,9 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn append(&self, id: &SessionId, events: &[Arc<SessionEvent>]) -> Result<(), StoreError> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        let values = to_values(events)?;
         let slot = self.slot(id);
         let mut slot = lock(&slot);
-        self.append_values(&mut slot, id, &values)
+        self.append_events(&mut slot, id, events)
     }
 
     fn prepare(&self, id: &SessionId) -> Result<SessionPreparation, StoreError> {
@@ -282,10 +296,10 @@ impl SessionPersistence for JsonlBackend {
         let mut slot = lock(&slot);
         // Our own open writer holds the log's lock; the log is re-read from disk anyway.
         slot.writer = None;
-        let log = self.read(id)?;
-        let header = session_header(&log)?;
-        let mut events = typed_events(&log)?;
-        let closers = interrupted_turn_closers(&events);
+        let (mut log, header) = self.read_typed(id)?;
+        let closers = interrupted_turn_closers(&log.events);
+        let mut events = std::mem::take(&mut log.events);
+        let stored = events.len();
         events.extend(closers.iter().cloned().map(Arc::new));
         // Build first: a log the session model refuses is reported, never modified.
         let session = SessionBuilder::new(header)
@@ -295,15 +309,20 @@ impl SessionPersistence for JsonlBackend {
                 path: log.path.clone(),
                 source,
             })?;
-        let writer = LogWriter::open(&log, self.pack_chunks)?;
+        // The writer may have to rewrite the stored tail of a cut frame: give the events back.
+        let session_events = session.events();
+        log.events = session_events[..stored].to_vec();
+        let writer = LogWriter::open_typed(&log, self.pack_chunks)?;
         if log.torn_tail.is_some() {
             self.index.invalidate(&log.path);
         }
         slot.header = Some(log.header.clone());
         slot.writer = Some(writer);
-        let closer_values: Vec<Value> =
-            to_values(&closers.iter().cloned().map(Arc::new).collect::<Vec<_>>())?;
-        self.append_values(&mut slot, id, &closer_values)?;
+        self.append_events(
+            &mut slot,
+            id,
+            &session_events[stored..stored + closers.len()],
+        )?;
         Ok(SessionPreparation {
             session,
             torn_tail: log.torn_tail,
@@ -312,18 +331,18 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, StoreError> {
-        let log = self.read(id)?;
+        let (log, header) = self.read_typed(id)?;
         Ok(StoredSession {
-            header: session_header(&log)?,
-            events: typed_events(&log)?,
+            header,
+            events: log.events,
             torn_tail: log.torn_tail,
         })
     }
 
     fn inspect(&self, id: &SessionId) -> Result<Inspection, StoreError> {
-        let log = self.read(id)?;
-        let header = session_header(&log)?;
-        let mut events = typed_events(&log)?;
+        let (mut log, header) = self.read_typed(id)?;
+        let event_count = log.next_seq();
+        let mut events = std::mem::take(&mut log.events);
         let pending_closers = interrupted_turn_closers(&events);
         // The same validation a resume runs, so a clean inspection means it will load.
         events.extend(pending_closers.iter().cloned().map(Arc::new));
@@ -336,7 +355,7 @@ impl SessionPersistence for JsonlBackend {
             })?;
         Ok(Inspection {
             pending_closers,
-            events: log.next_seq(),
+            events: event_count,
             size: log.file_len,
             torn_tail: log.torn_tail,
             header: log.header,

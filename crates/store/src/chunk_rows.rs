@@ -18,14 +18,14 @@ pub const MIN_PACKED_RUN: usize = 3;
 const EVENT_TYPE: &str = "assistant/chunk";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DeltaKind {
+pub(crate) enum DeltaKind {
     Text,
     Reasoning,
     ToolCall,
 }
 
 impl DeltaKind {
-    fn chunk_type(self) -> &'static str {
+    pub(crate) fn chunk_type(self) -> &'static str {
         match self {
             DeltaKind::Text => "text-delta",
             DeltaKind::Reasoning => "reasoning-delta",
@@ -33,7 +33,7 @@ impl DeltaKind {
         }
     }
 
-    fn row_type(self) -> &'static str {
+    pub(crate) fn row_type(self) -> &'static str {
         match self {
             DeltaKind::Text => "text-chunks",
             DeltaKind::Reasoning => "reasoning-chunks",
@@ -42,14 +42,14 @@ impl DeltaKind {
     }
 
     /// The field of the chunk that varies along a run, and its name in the row.
-    fn payload_keys(self) -> (&'static str, &'static str) {
+    pub(crate) fn payload_keys(self) -> (&'static str, &'static str) {
         match self {
             DeltaKind::Text | DeltaKind::Reasoning => ("text", "texts"),
             DeltaKind::ToolCall => ("argumentsDelta", "args"),
         }
     }
 
-    fn of_row_type(row_type: &str) -> Option<DeltaKind> {
+    pub(crate) fn of_row_type(row_type: &str) -> Option<DeltaKind> {
         [DeltaKind::Text, DeltaKind::Reasoning, DeltaKind::ToolCall]
             .into_iter()
             .find(|kind| kind.row_type() == row_type)

@@ -12,6 +12,9 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
+use dsh_session::SessionEvent;
 use serde_json::Value;
 
 use crate::chunk_rows;
@@ -20,6 +23,8 @@ use crate::frames;
 use crate::header::LogHeader;
 use crate::paths::Compression;
 use crate::reader::StoredLog;
+use crate::typed_log::TypedLog;
+use crate::typed_rows;
 
 /// How the logs of one root are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +85,23 @@ pub(crate) fn encode_batch(
     frame_or_text(format.compression, text, path)
 }
 
+/// The bytes one append batch of typed events adds to a log (the same bytes
+/// [`encode_batch`] makes of their `Value`s).
+pub(crate) fn encode_events(
+    format: LogFormat,
+    events: &[Arc<SessionEvent>],
+    path: &Path,
+) -> Result<Vec<u8>, StoreError> {
+    let mut text = Vec::with_capacity(events.len() * 96);
+    typed_rows::write_lines(events, format.pack_chunks, &mut text).map_err(|e| {
+        StoreError::InvalidEvent {
+            position: 0,
+            reason: e.to_string(),
+        }
+    })?;
+    frame_or_text(format.compression, text, path)
+}
+
 fn encode_header(
     compression: Compression,
     header: &LogHeader,
@@ -111,6 +133,25 @@ fn check_continuation(events: &[Value], next_seq: u64, path: &Path) -> Result<()
                 path: path.to_owned(),
                 expected,
                 found: seq,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`check_continuation`] for typed events.
+fn check_event_continuation(
+    events: &[Arc<SessionEvent>],
+    next_seq: u64,
+    path: &Path,
+) -> Result<(), StoreError> {
+    for (position, event) in events.iter().enumerate() {
+        let expected = next_seq + position as u64;
+        if event.seq != expected {
+            return Err(StoreError::SeqMismatch {
+                path: path.to_owned(),
+                expected,
+                found: event.seq,
             });
         }
     }
@@ -207,7 +248,42 @@ impl LogWriter {
     /// A torn tail is cut off here and the records of a cut zstd frame are written again,
     /// so that appends continue right after the durable prefix.
     pub fn open(log: &StoredLog, pack_chunks: bool) -> Result<Self, StoreError> {
-        let path = log.path.clone();
+        let mut writer = Self::open_at(&log.path, log.compression, log.file_len, pack_chunks)?;
+        writer.next_seq = log.next_seq();
+        if let Some(tail) = &log.torn_tail {
+            writer.cut_to(tail.truncate_to)?;
+            let start = usize::try_from(tail.rewrite_from).unwrap_or(usize::MAX);
+            if let Some(rewrite) = log.events.get(start..).filter(|r| !r.is_empty()) {
+                writer.next_seq = tail.rewrite_from;
+                writer.append(rewrite)?;
+            }
+        }
+        Ok(writer)
+    }
+
+    /// [`open`](Self::open) for a log read with [`read_typed_log`](crate::read_typed_log).
+    pub fn open_typed(log: &TypedLog, pack_chunks: bool) -> Result<Self, StoreError> {
+        let mut writer = Self::open_at(&log.path, log.compression, log.file_len, pack_chunks)?;
+        writer.next_seq = log.next_seq();
+        if let Some(tail) = &log.torn_tail {
+            writer.cut_to(tail.truncate_to)?;
+            let start = usize::try_from(tail.rewrite_from).unwrap_or(usize::MAX);
+            if let Some(rewrite) = log.events.get(start..).filter(|r| !r.is_empty()) {
+                writer.next_seq = tail.rewrite_from;
+                writer.append_events(rewrite)?;
+            }
+        }
+        Ok(writer)
+    }
+
+    /// Opens and locks the file, which must still be `file_len` bytes long.
+    fn open_at(
+        path: &Path,
+        compression: Compression,
+        file_len: u64,
+        pack_chunks: bool,
+    ) -> Result<Self, StoreError> {
+        let path = path.to_owned();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -218,32 +294,22 @@ impl LogWriter {
             .metadata()
             .map_err(|e| StoreError::io("stat", &path, e))?
             .len();
-        if current != log.file_len {
+        if current != file_len {
             // Someone wrote after we read; what we parsed is stale.
             return Err(StoreError::Locked { path });
         }
-        let format = LogFormat {
-            compression: log.compression,
-            pack_chunks,
-        };
-        let mut writer = LogWriter {
+        Ok(LogWriter {
             path,
-            format,
+            format: LogFormat {
+                compression,
+                pack_chunks,
+            },
             state: State::Open {
                 sink: Box::new(file),
-                len: log.file_len,
+                len: file_len,
             },
-            next_seq: log.next_seq(),
-        };
-        if let Some(tail) = &log.torn_tail {
-            writer.cut_to(tail.truncate_to)?;
-            let start = usize::try_from(tail.rewrite_from).unwrap_or(usize::MAX);
-            if let Some(rewrite) = log.events.get(start..).filter(|r| !r.is_empty()) {
-                writer.next_seq = tail.rewrite_from;
-                writer.append(rewrite)?;
-            }
-        }
-        Ok(writer)
+            next_seq: 0,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -282,6 +348,21 @@ impl LogWriter {
         }
         check_continuation(events, self.next_seq, &self.path)?;
         let batch = encode_batch(self.format, events, &self.path)?;
+        self.append_encoded(&batch, events.len())
+    }
+
+    /// [`append`](Self::append) for typed events, without converting them to `Value`s.
+    pub fn append_events(&mut self, events: &[Arc<SessionEvent>]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        check_event_continuation(events, self.next_seq, &self.path)?;
+        let batch = encode_events(self.format, events, &self.path)?;
+        self.append_encoded(&batch, events.len())
+    }
+
+    /// Writes one encoded batch of `count` checked events durably.
+    fn append_encoded(&mut self, batch: &[u8], count: usize) -> Result<(), StoreError> {
         match &mut self.state {
             State::Poisoned => {
                 return Err(StoreError::Poisoned {
@@ -290,14 +371,14 @@ impl LogWriter {
             }
             State::Pending { header } => {
                 let mut bytes = encode_header(self.format.compression, header, &self.path)?;
-                bytes.extend_from_slice(&batch);
+                bytes.extend_from_slice(batch);
                 let file = publish(&self.path, &bytes)?;
                 self.state = State::Open {
                     sink: Box::new(file),
                     len: bytes.len() as u64,
                 };
             }
-            State::Open { sink, len } => match durable_append(sink.as_mut(), *len, &batch) {
+            State::Open { sink, len } => match durable_append(sink.as_mut(), *len, batch) {
                 Ok(new_len) => *len = new_len,
                 Err((err, restored)) => {
                     if !restored {
@@ -307,7 +388,7 @@ impl LogWriter {
                 }
             },
         }
-        self.next_seq += events.len() as u64;
+        self.next_seq += count as u64;
         Ok(())
     }
 

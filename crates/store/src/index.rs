@@ -8,14 +8,15 @@
 //! each batch (no sync: a lost entry is just stale); later lines win, and a listing that had
 //! to refresh anything rewrites the file compactly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::UNIX_EPOCH;
 
+use dsh_session::{EventData, SessionEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -95,6 +96,27 @@ impl SessionSummary {
     }
 }
 
+impl SessionSummary {
+    /// [`apply`](Self::apply) for a typed event. Only the few types a summary looks into
+    /// are converted to JSON; the rest (nearly every event) just count.
+    pub(crate) fn apply_event(&mut self, event: &SessionEvent) {
+        match &event.data {
+            EventData::TurnStart(_) | EventData::TurnEnd(_) | EventData::UserMessage(_) => {
+                match serde_json::to_value(event) {
+                    Ok(value) => self.apply(&value),
+                    Err(_) => self.count(event.time),
+                }
+            }
+            _ => self.count(event.time),
+        }
+    }
+
+    fn count(&mut self, time: u64) {
+        self.events += 1;
+        self.updated_at = self.updated_at.max(time);
+    }
+}
+
 fn prompt_title(message: &Value) -> Option<String> {
     let blocks = message.get("content")?.as_array()?;
     let text: Vec<&str> = blocks
@@ -128,16 +150,21 @@ pub(crate) struct LogStamp {
 
 impl LogStamp {
     pub(crate) fn of(path: &Path) -> std::io::Result<LogStamp> {
-        let meta = fs::metadata(path)?;
+        Ok(Self::from_metadata(&fs::metadata(path)?))
+    }
+
+    pub(crate) fn from_metadata(meta: &fs::Metadata) -> LogStamp {
+        // Platforms without modification times read as "always stale".
         let mtime_ns = meta
-            .modified()?
-            .duration_since(UNIX_EPOCH)
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
             .unwrap_or(0);
-        Ok(LogStamp {
+        LogStamp {
             size: meta.len(),
             mtime_ns,
-        })
+        }
     }
 }
 
@@ -190,6 +217,7 @@ impl SessionIndex {
     /// Records a durable append: `appended` went to `log`, which now has `stamp`, and had
     /// `size_before` bytes before. An entry that does not match `size_before` is stale and is
     /// dropped instead (the next listing recomputes it).
+    #[cfg(test)]
     pub(crate) fn record_append(
         &self,
         log: &Path,
@@ -197,6 +225,33 @@ impl SessionIndex {
         size_before: Option<u64>,
         appended: &[Value],
         stamp: LogStamp,
+    ) {
+        self.record_append_with(log, header, size_before, stamp, |summary| {
+            appended.iter().for_each(|event| summary.apply(event))
+        });
+    }
+
+    /// [`record_append`](Self::record_append) for typed events.
+    pub(crate) fn record_append_events(
+        &self,
+        log: &Path,
+        header: &LogHeader,
+        size_before: Option<u64>,
+        appended: &[Arc<SessionEvent>],
+        stamp: LogStamp,
+    ) {
+        self.record_append_with(log, header, size_before, stamp, |summary| {
+            appended.iter().for_each(|event| summary.apply_event(event))
+        });
+    }
+
+    fn record_append_with(
+        &self,
+        log: &Path,
+        header: &LogHeader,
+        size_before: Option<u64>,
+        stamp: LogStamp,
+        fold: impl FnOnce(&mut SessionSummary),
     ) {
         let Some(rel) = self.relative(log) else {
             return;
@@ -208,9 +263,7 @@ impl SessionIndex {
             (_, None) => SessionSummary::from_header(header),
             _ => return,
         };
-        for event in appended {
-            summary.apply(event);
-        }
+        fold(&mut summary);
         summary.size = stamp.size;
         let entry = IndexEntry {
             path: rel.clone(),
@@ -271,20 +324,18 @@ impl SessionIndex {
 
     /// Lists every stored session, newest first, without opening logs whose entry is fresh.
     pub fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        let logs = discover_logs(&self.layout)?;
+        let logs = crate::discover::discover_logs(&self.layout)?;
+        let found = logs.len();
         let mut guard = self.lock();
         let entries = self.loaded(&mut guard);
         let mut changed = false;
-        let mut seen = BTreeMap::new();
-        for (rel, path) in logs {
-            let Ok(stamp) = LogStamp::of(&path) else {
-                continue;
-            };
+        for (rel, path, stamp) in &logs {
+            let stamp = *stamp;
             let fresh = entries
-                .get(&rel)
+                .get(rel.as_str())
                 .is_some_and(|e| e.summary.size == stamp.size && e.mtime_ns == stamp.mtime_ns);
             if !fresh {
-                let summary = summarize_log(&path, self.layout.compression(), stamp);
+                let summary = summarize_log(path, self.layout.compression(), stamp);
                 entries.insert(
                     rel.clone(),
                     IndexEntry {
@@ -295,11 +346,14 @@ impl SessionIndex {
                 );
                 changed = true;
             }
-            seen.insert(rel, ());
         }
-        let before = entries.len();
-        entries.retain(|rel, _| seen.contains_key(rel));
-        changed |= entries.len() != before;
+        // Every log found has an entry now, so only a surplus means entries of logs that
+        // are gone.
+        if entries.len() > found {
+            let seen: HashSet<&str> = logs.iter().map(|(rel, _, _)| rel.as_str()).collect();
+            entries.retain(|rel, _| seen.contains(rel.as_str()));
+            changed = true;
+        }
         if changed {
             self.appended_lines.store(0, Ordering::Relaxed);
             if let Err(err) = write_compact(&self.file(), entries) {
@@ -358,35 +412,6 @@ fn write_compact(file: &Path, entries: &HashMap<String, IndexEntry>) -> std::io:
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(&temp)?.write_all(&text)?;
     fs::rename(&temp, file)
-}
-
-/// Every log file under the root in the root's encoding: `(relative path, path)`.
-pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<(String, PathBuf)>, StoreError> {
-    let root = layout.root();
-    let file_name = layout.compression().file_name();
-    let projects = match fs::read_dir(root) {
-        Ok(dir) => dir,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(StoreError::io("list", root, err)),
-    };
-    let mut logs = Vec::new();
-    for project in projects.flatten() {
-        if !project.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let project_name = project.file_name().to_string_lossy().into_owned();
-        let Ok(sessions) = fs::read_dir(project.path()) else {
-            continue;
-        };
-        for session in sessions.flatten() {
-            let log = session.path().join(file_name);
-            if log.is_file() {
-                let session_name = session.file_name().to_string_lossy().into_owned();
-                logs.push((format!("{project_name}/{session_name}/{file_name}"), log));
-            }
-        }
-    }
-    Ok(logs)
 }
 
 /// Recomputes a summary from the log itself (the slow path).

@@ -14,7 +14,9 @@
 //! - [`chunk_rows`]: packing and unpacking of delta runs;
 //! - [`LogWriter`]: lazy atomic creation and crash-safe appends;
 //! - [`read_log`] / [`read_header`]: lenient reading that drops a crash's torn tail and
-//!   reports real damage as [`StoreError::Corruption`].
+//!   reports real damage as [`StoreError::Corruption`];
+//! - [`read_typed_log`]: the same reading straight into typed events, the fast path that
+//!   resuming uses (appends likewise encode typed events directly).
 //!
 //! On top of it, the typed layer speaks `dsh-session`'s vocabulary:
 //! - [`SessionPersistence`]: the seam the rest of dsh uses (create, durable append,
@@ -33,6 +35,7 @@ mod backend;
 mod checkpoint;
 pub mod chunk_rows;
 mod coordinator;
+mod discover;
 mod error;
 mod file;
 mod fork;
@@ -44,6 +47,8 @@ mod persistence;
 mod plugin;
 mod reader;
 mod resume;
+mod typed_log;
+mod typed_rows;
 
 pub use backend::{JsonlBackend, JsonlConfig};
 pub use checkpoint::{
@@ -60,3 +65,4 @@ pub use persistence::{Inspection, SessionPersistence, SessionPreparation, Stored
 pub use plugin::{JsonlPersistenceConfig, JsonlPersistencePlugin};
 pub use reader::{parse_log, read_header, read_log, StoredLog, TornReason, TornTail};
 pub use resume::{ResumeCancelled, StoreResumeSource};
+pub use typed_log::{parse_typed_log, read_typed_log, TypedLog};

@@ -156,6 +156,82 @@ pub fn parse_log(
     data: &[u8],
     expected_id: Option<&str>,
 ) -> Result<StoredLog, StoreError> {
+    let mut events = Vec::new();
+    let shell = parse_records(
+        path,
+        compression,
+        data,
+        expected_id,
+        &mut |text, next_seq| decode_value_line(text, next_seq, &mut events),
+    )?;
+    Ok(StoredLog {
+        path: path.to_owned(),
+        compression,
+        header: shell.header,
+        events,
+        torn_tail: shell.torn_tail,
+        file_len: shell.file_len,
+    })
+}
+
+/// Why a record line does not continue the log.
+pub(crate) enum LineError {
+    /// The line starts a torn tail (if nothing after it commits a turn).
+    Torn(TornReason),
+    /// The line is damaged in a way no crash produces.
+    Corrupt(String),
+}
+
+/// Decodes one record line whose first event must carry the given seq, appending its
+/// events to the decoder's own list; returns how many it appended.
+pub(crate) type LineDecoder<'a> = dyn FnMut(&[u8], u64) -> Result<u64, LineError> + 'a;
+
+/// What [`parse_records`] finds besides the events (which the decoder collected).
+pub(crate) struct LogShell {
+    pub header: LogHeader,
+    pub torn_tail: Option<TornTail>,
+    pub file_len: u64,
+}
+
+/// The general decoder: a record is any JSON object with a string `type`; packed rows are
+/// expanded; every event must continue the seq sequence.
+pub(crate) fn decode_value_line(
+    text: &[u8],
+    next_seq: u64,
+    events: &mut Vec<Value>,
+) -> Result<u64, LineError> {
+    let record = match serde_json::from_slice::<Value>(text) {
+        Ok(record @ Value::Object(_)) if record.get("type").is_some_and(Value::is_string) => record,
+        _ => return Err(LineError::Torn(TornReason::UnparsableRecord)),
+    };
+    let decoded = match chunk_rows::unpack(record) {
+        Ok(Unpacked::Event(event)) => vec![event],
+        Ok(Unpacked::Run(run)) => run,
+        Err(reason) => return Err(LineError::Corrupt(reason)),
+    };
+    let mut count = 0;
+    for event in decoded {
+        let expected = next_seq + count;
+        let found = event.get("seq").and_then(Value::as_u64);
+        if found != Some(expected) {
+            // Rows hold contiguous seqs, so only a line's first event can miss.
+            return Err(LineError::Torn(TornReason::SeqGap { expected, found }));
+        }
+        events.push(event);
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Splits a log into records, checks its header and judges damage; the records' events are
+/// handed to `decode` in order.
+pub(crate) fn parse_records(
+    path: &Path,
+    compression: Compression,
+    data: &[u8],
+    expected_id: Option<&str>,
+    decode: &mut LineDecoder<'_>,
+) -> Result<LogShell, StoreError> {
     let corrupt = |at: RecordLocation, reason: String| StoreError::Corruption {
         path: path.to_owned(),
         at,
@@ -239,14 +315,14 @@ pub fn parse_log(
         }
     }
 
-    let mut events: Vec<Value> = Vec::new();
+    let mut next_seq = 0u64;
     // first seq decoded from the current zstd frame, to know what a cut must rewrite
     let mut frame_first_seq: Option<(u64, u64)> = None;
     let mut torn: Option<(usize, TornReason)> = None;
-    'lines: for (i, line) in lines.iter().enumerate().skip(1) {
+    for (i, line) in lines.iter().enumerate().skip(1) {
         if let Some(frame) = line.at.frame {
             if frame_first_seq.is_none_or(|(index, _)| index != frame.index) {
-                frame_first_seq = Some((frame.index, events.len() as u64));
+                frame_first_seq = Some((frame.index, next_seq));
             }
         }
         if !line.whole {
@@ -258,28 +334,13 @@ pub fn parse_log(
             torn = Some((i, reason));
             break;
         }
-        let record = match serde_json::from_slice::<Value>(line.text) {
-            Ok(record @ Value::Object(_)) if record.get("type").is_some_and(Value::is_string) => {
-                record
-            }
-            _ => {
-                torn = Some((i, TornReason::UnparsableRecord));
+        match decode(line.text, next_seq) {
+            Ok(count) => next_seq += count,
+            Err(LineError::Torn(reason)) => {
+                torn = Some((i, reason));
                 break;
             }
-        };
-        let decoded = match chunk_rows::unpack(record) {
-            Ok(Unpacked::Event(event)) => vec![event],
-            Ok(Unpacked::Run(run)) => run,
-            Err(reason) => return Err(corrupt(line.at, reason)),
-        };
-        for event in decoded {
-            let expected = events.len() as u64;
-            let found = event.get("seq").and_then(Value::as_u64);
-            if found != Some(expected) {
-                torn = Some((i, TornReason::SeqGap { expected, found }));
-                break 'lines;
-            }
-            events.push(event);
+            Err(LineError::Corrupt(reason)) => return Err(corrupt(line.at, reason)),
         }
     }
 
@@ -297,17 +358,12 @@ pub fn parse_log(
                     ),
                 ));
             }
-            Some(cut_tail(
-                line,
-                reason,
-                &frame_first_seq,
-                events.len() as u64,
-            ))
+            Some(cut_tail(line, reason, &frame_first_seq, next_seq))
         }
         None => end_tail.map(|(frame, line, reason)| {
             let rewrite_from = match frame_first_seq {
                 Some((index, first)) if index == frame.index => first,
-                _ => events.len() as u64,
+                _ => next_seq,
             };
             TornTail {
                 reason,
@@ -328,11 +384,8 @@ pub fn parse_log(
             ));
         }
     }
-    Ok(StoredLog {
-        path: path.to_owned(),
-        compression,
+    Ok(LogShell {
         header,
-        events,
         torn_tail,
         file_len,
     })

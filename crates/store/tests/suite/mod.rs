@@ -1,6 +1,7 @@
 mod common;
 mod damage;
 mod durable;
+mod fast_paths;
 mod fixtures;
 mod listing;
 mod packing;
