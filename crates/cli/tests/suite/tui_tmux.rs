@@ -2,9 +2,14 @@
 //! to the in-process mock model. Skipped, with a printed reason, when tmux is missing.
 
 use super::run_support::{serve, Sandbox, FAKE_KEY};
+use dsh_protocol::SessionId;
+use dsh_session::SessionEvent;
+use dsh_store::{JsonlBackend, JsonlConfig, SessionPersistence, StoredSession};
 use dsh_testkit::mock_llm::{Reply, Script};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A tmux server on its own socket, killed when dropped.
@@ -87,18 +92,20 @@ fn dsh_command(sandbox: &Sandbox) -> String {
     )
 }
 
-fn stored_turn_ends(root: &Path) -> Vec<String> {
-    let sandbox_store = dsh_store::JsonlBackend::new(dsh_store::JsonlConfig::new(root));
-    use dsh_store::SessionPersistence;
-    let sessions = sandbox_store.list().unwrap();
+/// Every stored session, oldest first.
+fn stored(root: &Path) -> Vec<StoredSession> {
+    let store = JsonlBackend::new(JsonlConfig::new(root));
+    let mut sessions = store.list().unwrap();
+    sessions.sort_by_key(|s| s.created_at);
     sessions
         .iter()
-        .flat_map(|s| {
-            sandbox_store
-                .load(&dsh_protocol::SessionId::new(s.id.clone()))
-                .unwrap()
-                .events
-        })
+        .map(|s| store.load(&SessionId::new(s.id.clone())).unwrap())
+        .collect()
+}
+
+fn turn_end_kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
+    events
+        .iter()
         .filter(|e| e.type_name() == "turn/end")
         .map(|e| {
             e.data.to_value()["reason"]["kind"]
@@ -109,21 +116,13 @@ fn stored_turn_ends(root: &Path) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_turn_in_a_real_terminal() {
-    if !tmux_available() {
-        println!("skipped: tmux is not installed");
-        return;
-    }
-    let server =
-        serve(Script::new().respond(Reply::text("Hello from the mock model.").chunks(3))).await;
-    let sandbox = Sandbox::new().with_server(&server);
-    let command = dsh_command(&sandbox);
-    let sessions = sandbox.sessions_root();
-    let socket = sandbox.home.path().join("tmux.sock");
-    // tmux and the polling block; the mock server needs this thread to keep serving.
-    let (before, after, ended) = tokio::task::spawn_blocking(move || {
-        let tmux = Tmux { socket };
+impl Tmux {
+    /// Starts `dsh` for `sandbox` in a 90x24 pane and waits for its input box.
+    fn start(sandbox: &Sandbox) -> Self {
+        let tmux = Tmux {
+            socket: sandbox.home.path().join("tmux.sock"),
+        };
+        let command = dsh_command(sandbox);
         let started = tmux.run(&[
             "new-session",
             "-d",
@@ -136,38 +135,155 @@ async fn a_turn_in_a_real_terminal() {
             &command,
         ]);
         assert!(started.status.success(), "{started:?}");
-        let before = tmux.wait_for("type a task; Enter sends");
-        tmux.run(&["send-keys", "-t", "dsh", "-l", "say hello"]);
-        tmux.run(&["send-keys", "-t", "dsh", "Enter"]);
-        let after = tmux.wait_for("turn 1 completed");
-        tmux.run(&["send-keys", "-t", "dsh", "C-c"]);
-        tmux.wait_for("press Ctrl-C again to quit");
-        tmux.run(&["send-keys", "-t", "dsh", "C-c"]);
+        tmux.wait_for("type a task; Enter sends");
+        tmux
+    }
+
+    /// Types `text` and presses Enter.
+    fn enter(&self, text: &str) {
+        self.run(&["send-keys", "-t", "dsh", "-l", text]);
+        self.run(&["send-keys", "-t", "dsh", "Enter"]);
+    }
+
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", "dsh", keys]);
+    }
+
+    /// Ctrl-C twice; true when dsh then exited.
+    fn quit(&self) -> bool {
+        self.keys("C-c");
+        self.wait_for("press Ctrl-C again to quit");
+        self.keys("C-c");
         let start = Instant::now();
-        while tmux.alive() && start.elapsed() < Duration::from_secs(20) {
+        while self.alive() && start.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        (before, after, !tmux.alive())
+        !self.alive()
+    }
+}
+
+/// The pane's lines from the one equal to `first`, `count` of them.
+fn lines_from(pane: &str, first: &str, count: usize) -> Vec<String> {
+    let lines: Vec<&str> = pane.lines().map(str::trim_end).collect();
+    let from = lines
+        .iter()
+        .position(|l| *l == first)
+        .unwrap_or_else(|| panic!("no line {first:?} in:\n{pane}"));
+    lines[from..(from + count).min(lines.len())]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_turn_in_a_real_terminal() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server =
+        serve(Script::new().respond(Reply::text("Hello from the mock model.").chunks(3))).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    // tmux and the polling block; the mock server needs this thread to keep serving.
+    let sandbox = Arc::new(sandbox);
+    let in_pane = sandbox.clone();
+    let (before, after, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        let before = tmux.pane();
+        tmux.enter("say hello");
+        let after = tmux.wait_for("turn 1 completed");
+        (before, after, tmux.quit())
     })
     .await
     .unwrap();
     assert!(before.contains("idle · deepseek-v4-flash"), "{before}");
-    let lines: Vec<&str> = after.lines().map(str::trim_end).collect();
-    let from = lines
-        .iter()
-        .position(|l| *l == "› say hello")
-        .unwrap_or_else(|| panic!("{after}"));
     assert_eq!(
-        lines[from..from + 5],
+        lines_from(&after, "› say hello", 5),
         [
             "› say hello",
             "",
             "• Hello from the mock model.",
             "",
             "─ turn 1 completed"
-        ],
-        "{after}"
+        ]
     );
     assert!(ended, "dsh did not exit after Ctrl-C twice");
-    assert_eq!(stored_turn_ends(&sessions), ["completed"]);
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    assert_eq!(turn_end_kinds(&stored[0].events), ["completed"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(
+        Script::new()
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": "echo tui-ok", "description": "Print a marker"}),
+            ))
+            .respond(Reply::text("It printed tui-ok.")),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let in_pane = sandbox.clone();
+    let (asked, done, forked, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("run the check");
+        let asked = tmux.wait_for("Allow this tool call?");
+        tmux.keys("a");
+        let done = tmux.wait_for("turn 1 completed");
+        tmux.enter("/fork");
+        let forked = tmux.wait_for("forked session");
+        (asked, done, forked, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(asked.contains("│bash  echo tui-ok"), "{asked}");
+    assert!(asked.contains("waiting for your approval"), "{asked}");
+    assert_eq!(
+        lines_from(&done, "› run the check", 7),
+        [
+            "› run the check",
+            "",
+            "✓ bash  echo tui-ok",
+            "  └ tui-ok",
+            "",
+            "• It printed tui-ok.",
+            "",
+        ]
+    );
+    assert!(ended, "dsh did not exit after Ctrl-C twice");
+    let stored = stored(&sandbox.sessions_root());
+    let [parent, child] = &stored[..] else {
+        panic!(
+            "expected the session and its fork, got {} sessions",
+            stored.len()
+        );
+    };
+    let decided: Vec<Value> = parent
+        .events
+        .iter()
+        .filter(|e| e.type_name() == "approval/decided")
+        .map(|e| e.data.to_value())
+        .collect();
+    assert_eq!(
+        decided,
+        [json!({"callId": decided[0]["callId"], "decision": "allow-once"})]
+    );
+    assert!(
+        forked.contains(&format!("forked session {}", parent.header.id)),
+        "{forked}"
+    );
+    assert_eq!(
+        child.header.parent_session.as_ref(),
+        Some(&parent.header.id)
+    );
+    // The fork carries the parent's conversation.
+    assert_eq!(turn_end_kinds(&child.events), ["completed"]);
+    server.shutdown().await;
 }
