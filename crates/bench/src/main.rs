@@ -5,6 +5,9 @@
 //! `cargo run --release -p dsh-bench -- all`.
 
 mod adapter_ingest;
+mod agent_step;
+mod agents_many;
+mod core_stack;
 mod derive_messages;
 mod session_append;
 mod session_list;
@@ -58,6 +61,16 @@ const BENCHES: &[Bench] = &[
         name: "adapter-ingest",
         about: "adapter ingests a 10k-chunk stream over HTTP (budget: >= 200,000 chunks/s)",
         run: adapter_ingest::run,
+    },
+    Bench {
+        name: "agent-step",
+        about: "agent core per step, scripted model + no-op tool (budget: median <= 50 us)",
+        run: agent_step::run,
+    },
+    Bench {
+        name: "agents-1000",
+        about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
+        run: agents_many::run,
     },
 ];
 

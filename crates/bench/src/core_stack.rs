@@ -1,0 +1,151 @@
+//! The agent core mounted for the in-process benches (`agent-step`, `agents-1000`).
+//!
+//! The same plugins a composition mounts (sessions, llm, system prompt, tools, agents, agent
+//! loop), a no-op tool, and optionally JSONL persistence in a temp dir. Unlike the testkit
+//! harness, no checker listens to requests, so the figures are the core alone.
+
+use dsh_agent::{Agent, AgentOptions, AgentRegistry, AgentsConfig, AgentsPlugin};
+use dsh_agent_loop::{AgentLoopConfig, AgentLoopPlugin};
+use dsh_kernel::Context;
+use dsh_llm::{LlmAdapter, LlmPlugin, LlmPluginConfig, LlmRuntime, ResolvedRetryPolicy};
+use dsh_prompt::{SystemPromptConfig, SystemPromptPlugin};
+use dsh_protocol::{FinishReason, StreamChunk};
+use dsh_session::{EventData, SessionsPlugin, TurnEndReason};
+use dsh_store::{CheckpointPolicyPlugin, JsonlPersistenceConfig, JsonlPersistencePlugin};
+use dsh_testkit::scripted::{text_response, Response};
+use dsh_tools::{Tool, ToolExecution, ToolFailure, ToolRuntime, ToolsConfig, ToolsPlugin};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The route the bench adapter serves.
+pub const PROVIDER: &str = "bench";
+pub const MODEL: &str = "bench-model";
+pub const TOOL: &str = "noop";
+
+pub fn err(error: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("{error}")
+}
+
+/// A tool that does nothing, so the figure is the harness and not the tool.
+pub struct NoopTool;
+
+impl Tool for NoopTool {
+    fn name(&self) -> &str {
+        TOOL
+    }
+
+    fn description(&self) -> String {
+        "Does nothing.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _args: Value,
+        _exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async { Ok(json!("ok")) })
+    }
+}
+
+/// What keeps the logs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// Sessions live in memory only.
+    None,
+    /// JSONL + zstd with the default write-behind window.
+    Jsonl,
+    /// [`Persistence::Jsonl`] plus the checkpoint policy (a durable flush before every
+    /// model request, pre-step and tool call), as the `dsh` composition mounts it.
+    JsonlCheckpoints,
+}
+
+/// The mounted core. Dropping it removes the temp dir.
+pub struct Core {
+    pub ctx: Context,
+    pub registry: Arc<AgentRegistry>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Core {
+    pub fn mount(adapter: Arc<dyn LlmAdapter>, persistence: Persistence) -> anyhow::Result<Core> {
+        let ctx = Context::root();
+        ctx.plugin::<SessionsPlugin>(())?;
+        let dir = match persistence {
+            Persistence::None => None,
+            Persistence::Jsonl | Persistence::JsonlCheckpoints => {
+                let dir = tempfile::tempdir()?;
+                ctx.plugin::<JsonlPersistencePlugin>(JsonlPersistenceConfig::new(dir.path()))?;
+                if persistence == Persistence::JsonlCheckpoints {
+                    ctx.plugin::<CheckpointPolicyPlugin>(())?;
+                }
+                Some(dir)
+            }
+        };
+        ctx.plugin::<LlmPlugin>(LlmPluginConfig::default())?;
+        ctx.plugin::<SystemPromptPlugin>(SystemPromptConfig::default())?;
+        ctx.plugin::<ToolsPlugin>(ToolsConfig::default())?;
+        ctx.plugin::<AgentsPlugin>(AgentsConfig::default())?;
+        ctx.plugin::<AgentLoopPlugin>(AgentLoopConfig::default())?;
+        let llm = ctx.require::<LlmRuntime>()?;
+        // The registration is owned by the root fiber; the handle is not needed.
+        drop(
+            llm.register_adapter(&ctx, [PROVIDER], adapter, ResolvedRetryPolicy::default())
+                .map_err(err)?,
+        );
+        let tools = ctx.require::<ToolRuntime>()?;
+        tools
+            .register(&ctx, Arc::new(NoopTool))
+            .map_err(err)?
+            .forget();
+        Ok(Core {
+            registry: ctx.require::<AgentRegistry>()?,
+            ctx,
+            _dir: dir,
+        })
+    }
+}
+
+pub fn agent_options() -> AgentOptions {
+    AgentOptions::new(PROVIDER, MODEL)
+}
+
+/// The reply of step `step` (1-based) of a `steps`-step turn: a short text and one call to
+/// the no-op tool, or on the last step a plain answer.
+pub fn reply(step: usize, steps: usize) -> Vec<StreamChunk> {
+    if step >= steps {
+        return text_response("All steps done.");
+    }
+    Response::new()
+        .text(format!("Step {step}: calling the tool."))
+        .tool_call(format!("call_{step}"), TOOL, "{}")
+        .finish(FinishReason::ToolCalls)
+        .chunks()
+}
+
+/// The turn only counts if the agent's latest turn took `steps` steps and completed.
+pub fn check_last_turn(agent: &dyn Agent, steps: usize) -> anyhow::Result<()> {
+    let events = agent.session().events();
+    let turn_start = events
+        .iter()
+        .rposition(|e| matches!(e.data, EventData::TurnStart(_)))
+        .unwrap_or(0);
+    let turn = &events[turn_start..];
+    let taken = turn
+        .iter()
+        .filter(|e| matches!(e.data, EventData::StepStart(_)))
+        .count();
+    let completed = turn.iter().any(
+        |e| matches!(&e.data, EventData::TurnEnd(end) if end.reason == TurnEndReason::Completed),
+    );
+    anyhow::ensure!(
+        taken == steps && completed,
+        "agent {}: the turn did not run {steps} steps to completion ({taken} steps, completed: {completed})",
+        agent.id()
+    );
+    Ok(())
+}
