@@ -7,7 +7,8 @@
 //!   message.
 //! - [`persona`]: the persona section of the system prompt.
 //! - [`tui`]: the transcript view-model folded from session events, and pure rendering of
-//!   it (plus status line, input box and approval prompt) into a ratatui buffer.
+//!   it (plus status line, input box and approval prompt) into a ratatui buffer;
+//!   [`tui::interactive`] is the interactive UI that bare `dsh` opens on a terminal.
 //! - [`commands`]: the clap command tree; `main.rs` only calls [`commands::main`].
 
 pub mod app;

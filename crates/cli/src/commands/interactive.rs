@@ -53,6 +53,7 @@ async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result
         let answerer = TuiAnswerer::new(sender.clone(), answers.clone());
         approvals.set_answerer(Some(Arc::new(answerer)));
     }
+    spawn_sandbox_notice(runtime.settings(), sender.clone());
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = driver.opened_new();
     let result = run_terminal(driver.clone(), answers, sender, inputs, first).await;
@@ -65,6 +66,20 @@ async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result
     }
     result?;
     Ok(exit::SUCCESS)
+}
+
+/// Probes the sandbox off the UI thread (it forks a short-lived shell) and says once what it
+/// cannot enforce.
+fn spawn_sandbox_notice(settings: &Settings, inputs: mpsc::UnboundedSender<Input>) {
+    let mode = crate::app::tool_sandbox_mode(settings.sandbox.mode.value);
+    if mode == SandboxMode::DangerFullAccess {
+        return;
+    }
+    std::thread::spawn(move || {
+        if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
+            let _ = inputs.send(Input::Notice(vec![format!("note: {}", notice.message)]));
+        }
+    });
 }
 
 /// The agent of the session on screen, once started.
@@ -307,18 +322,22 @@ impl AgentDriver for AppDriver {
     }
 
     fn model(&self) -> ModelInfo {
-        match self.selection.current() {
-            Some(chosen) => ModelInfo {
-                provider: chosen.provider,
-                model: chosen.model,
-            },
-            None => {
-                let settings = self.runtime.settings();
-                ModelInfo {
-                    provider: settings.model.provider.value.clone(),
-                    model: settings.model.model.value.clone(),
-                }
-            }
+        let settings = self.runtime.settings();
+        let (provider, model) = match self.selection.current() {
+            Some(chosen) => (chosen.provider, chosen.model),
+            None => (
+                settings.model.provider.value.clone(),
+                settings.model.model.value.clone(),
+            ),
+        };
+        let catalog = settings
+            .provider(&provider)
+            .map(|p| p.models.value.iter().map(|m| m.id.clone()).collect())
+            .unwrap_or_default();
+        ModelInfo {
+            provider,
+            model,
+            catalog,
         }
     }
 

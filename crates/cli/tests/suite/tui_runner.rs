@@ -17,8 +17,17 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 fn runner(driver: Arc<FakeDriver>, answers: Answers) -> Runner<TestBackend> {
+    sized_runner(driver, answers, 50, 14)
+}
+
+fn sized_runner(
+    driver: Arc<FakeDriver>,
+    answers: Answers,
+    width: u16,
+    height: u16,
+) -> Runner<TestBackend> {
     let terminal = Terminal::with_options(
-        TestBackend::new(50, 14),
+        TestBackend::new(width, height),
         TerminalOptions {
             viewport: Viewport::Inline(5),
         },
@@ -298,4 +307,35 @@ async fn the_loop_runs_until_ctrl_c_twice_then_shuts_down() {
     runner.run(&mut rx).await.unwrap();
     assert_eq!(driver.calls(), ["steer hi", "shutdown"]);
     assert!(runner.state().is_quitting());
+}
+
+#[tokio::test]
+async fn model_and_permission_are_shown_from_the_driver() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 80, 20);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    keys(&mut runner, "/model").await;
+    keys(&mut runner, "/permission").await;
+    let text = terminal_text(&mut runner);
+    let shown: Vec<&str> = text.lines().skip(2).take(12).collect();
+    assert_eq!(
+        shown,
+        [
+            "› /model",
+            "",
+            "model: deepseek-v4-flash (deepseek-official)",
+            "catalog: deepseek-v4-flash, deepseek-v4-pro",
+            "/model NAME switches from the next step",
+            "",
+            "› /permission",
+            "",
+            "permission presets (/permission NAME switches):",
+            "    read-only          read-only sandbox, ask before risky calls",
+            "  ● workspace-write    writes confined to the workspace, ask before risky calls",
+            "    danger-full-access no confinement, never ask",
+        ]
+    );
 }

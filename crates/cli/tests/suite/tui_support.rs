@@ -248,6 +248,7 @@ impl AgentDriver for FakeDriver {
         ModelInfo {
             provider: "deepseek-official".into(),
             model: "deepseek-v4-flash".into(),
+            catalog: vec!["deepseek-v4-flash".into(), "deepseek-v4-pro".into()],
         }
     }
 

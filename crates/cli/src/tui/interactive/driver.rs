@@ -23,8 +23,6 @@ pub enum DriverError {
     /// The request needs an idle agent (resume, fork, new session while a turn runs).
     #[error("the agent is busy; press Esc to cancel the turn first")]
     Busy,
-    #[error("no session {0} in this workspace")]
-    UnknownSession(String),
     /// This build or configuration cannot do it.
     #[error("{0}")]
     Unsupported(String),
@@ -36,7 +34,6 @@ impl DriverError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Busy => "AGENT_BUSY",
-            Self::UnknownSession(_) => "SESSION_NOT_FOUND",
             Self::Unsupported(_) => "UNSUPPORTED",
             Self::Failed(_) => "DRIVER_FAILED",
         }
@@ -87,6 +84,8 @@ pub struct SessionListing {
 pub struct ModelInfo {
     pub provider: String,
     pub model: String,
+    /// The provider's catalogued models, to choose from.
+    pub catalog: Vec<String>,
 }
 
 /// The application as the UI sees it. Everything the UI can make happen goes through here.

@@ -140,10 +140,12 @@ impl<B: Backend> Runner<B> {
             Effect::Cancel => driver.cancel().map(|()| None),
             Effect::ShowModel => {
                 let model = driver.model();
-                Ok(Some(Input::Notice(vec![
-                    format!("model: {} ({})", model.model, model.provider),
-                    "/model NAME switches from the next step".into(),
-                ])))
+                let mut lines = vec![format!("model: {} ({})", model.model, model.provider)];
+                if !model.catalog.is_empty() {
+                    lines.push(format!("catalog: {}", model.catalog.join(", ")));
+                }
+                lines.push("/model NAME switches from the next step".into());
+                Ok(Some(Input::Notice(lines)))
             }
             Effect::SetModel(model) => driver
                 .set_model(&model)
