@@ -321,6 +321,31 @@ impl AgentDriver for AppDriver {
         }
     }
 
+    fn send_queued(&self) -> Result<(), DriverError> {
+        let Some(agent) = self.live_agent() else {
+            return Ok(());
+        };
+        // Nothing wakes an idle agent but a waking send, so the parked items are taken out
+        // and sent again, follow-ups first, each list in its order.
+        let inbox = agent.inbox();
+        let follow_ups = inbox.next_turn();
+        let steering = inbox.next_step();
+        for message in follow_ups.iter().chain(&steering) {
+            inbox.remove(&message.id).map_err(DriverError::failed)?;
+        }
+        for message in follow_ups {
+            agent
+                .followup((*message).clone())
+                .map_err(DriverError::failed)?;
+        }
+        for message in steering {
+            agent
+                .steer((*message).clone())
+                .map_err(DriverError::failed)?;
+        }
+        Ok(())
+    }
+
     fn model(&self) -> ModelInfo {
         let settings = self.runtime.settings();
         let (provider, model) = match self.selection.current() {

@@ -182,6 +182,8 @@ impl Widget for InputView<'_> {
         if self.input.text.is_empty() {
             let hint = if self.busy {
                 "Enter steers · Tab queues a follow-up · Esc cancels"
+            } else if self.input.pending_rows() > 0 {
+                "Enter sends what is queued, or type a task"
             } else {
                 "type a task; Enter sends"
             };

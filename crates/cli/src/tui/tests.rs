@@ -398,7 +398,7 @@ fn an_approval_prompt_on_the_full_screen() {
          └──────────────────────────────────────────────────────────┘\n\
          queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
-         › type a task; Enter sends\n\
+         › Enter sends what is queued, or type a task\n\
          waiting for your approval · deepseek-v4-flash (deepseek-off…"
     );
 }

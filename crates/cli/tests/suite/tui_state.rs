@@ -117,12 +117,15 @@ fn esc_cancels_the_turn_and_keeps_the_queue() {
         format!(
             "queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
-         › type a task; Enter sends\n\
+         › Enter sends what is queued, or type a task\n\
          {IDLE}"
         )
     );
     // Esc while idle does nothing.
     assert_eq!(state.reduce(key(KeyCode::Esc)), []);
+    // The agent leaves the kept queue parked; Enter on an empty line sends it.
+    assert_eq!(state.reduce(key(KeyCode::Enter)), [Effect::SendQueued]);
+    assert_eq!(state.reduce(key(KeyCode::Tab)), []);
 }
 
 fn ask(state: &mut dsh_cli::tui::interactive::InteractiveState, ticket: u64, call: &str) {

@@ -244,6 +244,11 @@ impl AgentDriver for FakeDriver {
         Ok(())
     }
 
+    fn send_queued(&self) -> Result<(), DriverError> {
+        self.record("send-queued".into());
+        Ok(())
+    }
+
     fn model(&self) -> ModelInfo {
         ModelInfo {
             provider: "deepseek-official".into(),

@@ -5,7 +5,7 @@ use super::run_support::{serve, Sandbox, FAKE_KEY};
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
 use dsh_store::{JsonlBackend, JsonlConfig, SessionPersistence, StoredSession};
-use dsh_testkit::mock_llm::{Reply, Script};
+use dsh_testkit::mock_llm::{Fault, Reply, Script};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -285,5 +285,61 @@ async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
     );
     // The fork carries the parent's conversation.
     assert_eq!(turn_end_kinds(&child.events), ["completed"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn esc_cancels_and_keeps_the_queued_follow_up_for_enter() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let stalled = Reply::text("This answer never finishes because the stream stalls")
+        .chunks(6)
+        .with_fault(Fault::Stall {
+            after_chunks: Some(2),
+        });
+    let server = serve(
+        Script::new()
+            .respond(stalled)
+            .respond(Reply::text("Follow-up answered.")),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let in_pane = sandbox.clone();
+    let (queued, done, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("start something long");
+        tmux.wait_for("running · turn 1");
+        tmux.run(&["send-keys", "-t", "dsh", "-l", "then summarize"]);
+        tmux.keys("Tab");
+        let queued = tmux.wait_for("queued › then summarize");
+        tmux.keys("Escape");
+        // The follow-up stays queued (parked) after the cancel; Enter sends it.
+        tmux.wait_for("Enter sends what is queued");
+        tmux.keys("Enter");
+        let done = tmux.wait_for("turn 2 completed");
+        (queued, done, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(queued.contains("running · turn 1"), "{queued}");
+    assert!(
+        done.contains("■ turn 1 cancelled by you"),
+        "the turn ends as cancelled by the user:\n{done}"
+    );
+    assert_eq!(
+        lines_from(&done, "› then summarize", 5),
+        [
+            "› then summarize",
+            "",
+            "• Follow-up answered.",
+            "",
+            "─ turn 2 completed"
+        ]
+    );
+    assert!(ended);
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(turn_end_kinds(&stored[0].events), ["aborted", "completed"]);
     server.shutdown().await;
 }

@@ -99,8 +99,11 @@ pub trait AgentDriver: Send + Sync {
     fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>>;
     /// Queues a prompt that becomes its own turn after the current one.
     fn follow_up(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>>;
-    /// Cancels the running turn as the user; queued input stays queued.
+    /// Cancels the running turn as the user; queued input stays queued (and parked: the
+    /// agent does not start it by itself).
     fn cancel(&self) -> Result<(), DriverError>;
+    /// Starts the parked queued input on an idle agent, in its order.
+    fn send_queued(&self) -> Result<(), DriverError>;
     fn model(&self) -> ModelInfo;
     /// Switches the model for the next step; returns a note to show.
     fn set_model(&self, model: &str) -> Result<String, DriverError>;

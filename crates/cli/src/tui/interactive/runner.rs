@@ -138,6 +138,7 @@ impl<B: Backend> Runner<B> {
             Effect::Steer(text) => driver.steer(&text).await.map(|()| None),
             Effect::FollowUp(text) => driver.follow_up(&text).await.map(|()| None),
             Effect::Cancel => driver.cancel().map(|()| None),
+            Effect::SendQueued => driver.send_queued().map(|()| None),
             Effect::ShowModel => {
                 let model = driver.model();
                 let mut lines = vec![format!("model: {} ({})", model.model, model.provider)];

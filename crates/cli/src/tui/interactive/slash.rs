@@ -121,7 +121,7 @@ pub const HELP: &[&str] = &[
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",
     "  Tab      queue a follow-up for after the current turn",
-    "  Esc      cancel the running turn; queued follow-ups stay and run next",
+    "  Esc      cancel the running turn; queued input stays (Enter on an empty line sends it)",
     "  Ctrl-T   show or hide the model's thinking",
     "  Ctrl-J   new line in the prompt",
     "  //text   send a prompt that starts with /",

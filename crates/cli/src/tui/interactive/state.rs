@@ -72,6 +72,8 @@ pub enum Effect {
     FollowUp(String),
     /// Cancel the running turn as the user, keeping queued input.
     Cancel,
+    /// Start the input left queued (by a cancelled turn) on an idle agent.
+    SendQueued,
     Answer {
         ticket: u64,
         decision: ApprovalDecision,
@@ -347,6 +349,11 @@ impl InteractiveState {
     /// Enter (`follow_up` false) or Tab (`true`) on the typed text.
     fn submit(&mut self, follow_up: bool, effects: &mut Vec<Effect>) {
         let Some(text) = self.input.submit() else {
+            // A cancelled turn leaves queued input parked; Enter on an empty line sends it.
+            let queued = !self.input.queue().is_empty() || !self.input.steering().is_empty();
+            if !follow_up && queued && !self.is_running() {
+                effects.push(Effect::SendQueued);
+            }
             return;
         };
         match slash::classify(&text) {
