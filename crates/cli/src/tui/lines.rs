@@ -13,18 +13,9 @@ pub const RESULT_PREVIEW_LINES: usize = 4;
 
 /// All lines of the transcript at `width` columns.
 pub fn transcript_lines(transcript: &Transcript, width: u16) -> Vec<Line<'static>> {
-    transcript_lines_from(transcript, 0, width)
-}
-
-/// The lines of the entries from index `first` on.
-pub fn transcript_lines_from(
-    transcript: &Transcript,
-    first: usize,
-    width: u16,
-) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let mut previous: Option<&Entry> = None;
-    for entry in transcript.entries().iter().skip(first) {
+    for entry in transcript.entries() {
         // Consecutive tool cards (parallel calls) stay together; everything else breathes.
         let adjacent_tools = matches!((previous, entry), (Some(Entry::Tool(_)), Entry::Tool(_)));
         if previous.is_some() && !adjacent_tools {

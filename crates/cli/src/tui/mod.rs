@@ -17,7 +17,7 @@ mod views;
 
 pub use approval::{ApprovalChoice, ApprovalPrompt};
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, transcript_lines_from, RESULT_PREVIEW_LINES};
+pub use lines::{entry_lines, transcript_lines, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     Entry, RetryNotice, RunState, ToolCard, ToolState, Transcript, TurnOutcome, UsageTotals,

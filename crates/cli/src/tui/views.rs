@@ -1,6 +1,6 @@
 //! Widgets over the transcript: the scrolling conversation and the status line.
 
-use super::lines::transcript_lines_from;
+use super::lines::transcript_lines;
 use super::text::{compact_count, percent, truncate};
 use super::transcript::{RunState, Transcript};
 use ratatui::buffer::Buffer;
@@ -13,21 +13,11 @@ use ratatui::widgets::Widget;
 #[derive(Clone, Copy, Debug)]
 pub struct TranscriptView<'a> {
     transcript: &'a Transcript,
-    first: usize,
 }
 
 impl<'a> TranscriptView<'a> {
     pub fn new(transcript: &'a Transcript) -> Self {
-        Self {
-            transcript,
-            first: 0,
-        }
-    }
-
-    /// Shows entries from index `first` on (the earlier ones are in scrollback).
-    pub fn starting_at(mut self, first: usize) -> Self {
-        self.first = first;
-        self
+        Self { transcript }
     }
 }
 
@@ -36,7 +26,7 @@ impl Widget for TranscriptView<'_> {
         if area.is_empty() {
             return;
         }
-        let lines = transcript_lines_from(self.transcript, self.first, area.width);
+        let lines = transcript_lines(self.transcript, area.width);
         let shown = lines.len().min(usize::from(area.height));
         let top = area.bottom() - u16::try_from(shown).unwrap_or(area.height);
         for (i, line) in lines[lines.len() - shown..].iter().enumerate() {
