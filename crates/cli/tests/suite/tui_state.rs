@@ -425,3 +425,43 @@ fn events_of_other_sessions_and_replays_are_ignored() {
     );
     assert_eq!(feed(&mut state, &[event]), []);
 }
+
+#[test]
+fn up_and_down_recall_earlier_lines() {
+    let mut state = new_state(60);
+    for line in ["first task", "/help", "second task"] {
+        type_text(&mut state, line);
+        state.reduce(key(KeyCode::Enter));
+    }
+    let mut seen = Vec::new();
+    for code in [
+        KeyCode::Up,
+        KeyCode::Up,
+        KeyCode::Up,
+        KeyCode::Up,
+        KeyCode::Down,
+        KeyCode::Down,
+        KeyCode::Down,
+    ] {
+        state.reduce(key(code));
+        seen.push(state.input().text().to_owned());
+    }
+    assert_eq!(
+        seen,
+        [
+            "second task",
+            "/help",
+            "first task",
+            "first task",
+            "/help",
+            "second task",
+            ""
+        ]
+    );
+    // A recalled line is sent like a typed one.
+    state.reduce(key(KeyCode::Up));
+    assert_eq!(
+        state.reduce(key(KeyCode::Enter)),
+        [Effect::Steer("second task".into())]
+    );
+}

@@ -122,6 +122,7 @@ pub const HELP: &[&str] = &[
     "  Enter    send; while the agent works, steer it (read at its next step)",
     "  Tab      queue a follow-up for after the current turn",
     "  Esc      cancel the running turn; queued input stays (Enter on an empty line sends it)",
+    "  Up/Down  recall earlier lines",
     "  Ctrl-T   show or hide the model's thinking",
     "  Ctrl-J   new line in the prompt",
     "  //text   send a prompt that starts with /",

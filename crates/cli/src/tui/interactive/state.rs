@@ -122,6 +122,10 @@ pub struct InteractiveState {
     pending: PendingInput,
     input: InputBox,
     approvals: VecDeque<Asked>,
+    /// Lines submitted in this UI, oldest first (Up and Down recall them).
+    history: Vec<String>,
+    /// The history entry being shown, while browsing.
+    recalled: Option<usize>,
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
@@ -140,6 +144,8 @@ impl InteractiveState {
             pending: PendingInput::default(),
             input: InputBox::new(),
             approvals: VecDeque::new(),
+            history: Vec::new(),
+            recalled: None,
             quit_armed: 0,
             quitting: false,
         }
@@ -280,7 +286,31 @@ impl InteractiveState {
             KeyCode::Right => self.input.right(),
             KeyCode::Home => self.input.home(),
             KeyCode::End => self.input.end(),
+            KeyCode::Up => self.recall(true),
+            KeyCode::Down => self.recall(false),
             _ => {}
+        }
+    }
+
+    /// Up (`back`) or Down through the submitted lines; Down past the newest clears.
+    fn recall(&mut self, back: bool) {
+        let at = match (self.recalled, back) {
+            (None, true) => self.history.len().checked_sub(1),
+            (None, false) => return,
+            (Some(at), true) => Some(at.saturating_sub(1)),
+            (Some(at), false) => Some(at + 1).filter(|next| *next < self.history.len()),
+        };
+        let Some(at) = at else {
+            if !back {
+                self.recalled = None;
+                self.input = self.input_without_text();
+            }
+            return;
+        };
+        self.recalled = Some(at);
+        self.input = self.input_without_text();
+        if let Some(line) = self.history.get(at) {
+            self.input.insert_str(line);
         }
     }
 
@@ -356,6 +386,10 @@ impl InteractiveState {
             }
             return;
         };
+        self.recalled = None;
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
         match slash::classify(&text) {
             Submitted::Prompt(prompt) if follow_up => effects.push(Effect::FollowUp(prompt)),
             Submitted::Prompt(prompt) => effects.push(Effect::Steer(prompt)),
