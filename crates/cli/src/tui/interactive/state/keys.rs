@@ -1,0 +1,196 @@
+//! Keys: editing, sending, steering and queueing, the approval prompt, slash commands,
+//! history and quitting.
+
+use super::{dim, Effect, InteractiveState, QUIT_HINT_TICKS};
+use crate::tui::interactive::slash::{self, SlashCommand, Submitted};
+use crate::tui::{ApprovalChoice, InputBox};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use dsh_tools_builtin::approval::ApprovalDecision;
+use ratatui::text::Line;
+
+impl InteractiveState {
+    pub(super) fn key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.ctrl_c(effects);
+            return;
+        }
+        self.quit_armed = 0;
+        if !self.approvals.is_empty() {
+            self.approval_key(key, effects);
+            return;
+        }
+        let alt_or_shift = key
+            .modifiers
+            .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Enter if alt_or_shift => self.input.insert('\n'),
+            KeyCode::Char('j') if ctrl => self.input.insert('\n'),
+            KeyCode::Enter => self.submit(false, effects),
+            KeyCode::Tab => self.submit(true, effects),
+            KeyCode::Esc if self.is_running() => effects.push(Effect::Cancel),
+            KeyCode::Char('t') if ctrl => {
+                let expanded = self.transcript.reasoning_expanded();
+                self.transcript.set_reasoning_expanded(!expanded);
+            }
+            KeyCode::Char('d') if ctrl && self.input.text().is_empty() => self.quit(effects),
+            KeyCode::Char('a') if ctrl => self.input.home(),
+            KeyCode::Char('e') if ctrl => self.input.end(),
+            KeyCode::Char('u') if ctrl => self.input = self.input_without_text(),
+            KeyCode::Char(ch) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
+                self.input.insert(ch);
+            }
+            KeyCode::Backspace => self.input.backspace(),
+            KeyCode::Delete => self.input.delete(),
+            KeyCode::Left => self.input.left(),
+            KeyCode::Right => self.input.right(),
+            KeyCode::Home => self.input.home(),
+            KeyCode::End => self.input.end(),
+            KeyCode::Up => self.recall(true),
+            KeyCode::Down => self.recall(false),
+            _ => {}
+        }
+    }
+
+    /// Up (`back`) or Down through the submitted lines; Down past the newest clears.
+    fn recall(&mut self, back: bool) {
+        let at = match (self.recalled, back) {
+            (None, true) => self.history.len().checked_sub(1),
+            (None, false) => return,
+            (Some(at), true) => Some(at.saturating_sub(1)),
+            (Some(at), false) => Some(at + 1).filter(|next| *next < self.history.len()),
+        };
+        let Some(at) = at else {
+            if !back {
+                self.recalled = None;
+                self.input = self.input_without_text();
+            }
+            return;
+        };
+        self.recalled = Some(at);
+        self.input = self.input_without_text();
+        if let Some(line) = self.history.get(at) {
+            self.input.insert_str(line);
+        }
+    }
+
+    /// A fresh input box keeping the queue (Ctrl-U clears only what is being typed).
+    fn input_without_text(&self) -> InputBox {
+        let mut input = InputBox::new();
+        input.set_pending(self.pending.follow_ups(), self.pending.steering());
+        input
+    }
+
+    fn ctrl_c(&mut self, effects: &mut Vec<Effect>) {
+        if self.quit_armed > 0 {
+            self.quit(effects);
+            return;
+        }
+        self.quit_armed = QUIT_HINT_TICKS;
+        if self.is_running() {
+            effects.push(Effect::Cancel);
+        } else {
+            self.input = self.input_without_text();
+        }
+    }
+
+    pub(super) fn quit(&mut self, effects: &mut Vec<Effect>) {
+        self.quitting = true;
+        for asked in self.approvals.drain(..) {
+            effects.push(Effect::Answer {
+                ticket: asked.ticket,
+                decision: ApprovalDecision::Deny {
+                    feedback: Some("the user left the session".into()),
+                },
+            });
+        }
+        effects.push(Effect::Quit);
+    }
+
+    fn approval_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        let Some(asked) = self.approvals.front_mut() else {
+            return;
+        };
+        let choice = match key.code {
+            KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
+                asked.prompt.previous();
+                return;
+            }
+            KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
+                asked.prompt.next();
+                return;
+            }
+            KeyCode::Enter => asked.prompt.selected(),
+            KeyCode::Char('a' | 'y') => ApprovalChoice::AllowOnce,
+            KeyCode::Char('s') => ApprovalChoice::AllowForSession,
+            KeyCode::Char('d' | 'n') | KeyCode::Esc => ApprovalChoice::Deny,
+            _ => return,
+        };
+        let decision = match choice {
+            ApprovalChoice::AllowOnce => ApprovalDecision::AllowOnce,
+            ApprovalChoice::AllowForSession => ApprovalDecision::AllowForSession,
+            ApprovalChoice::Deny => ApprovalDecision::Deny { feedback: None },
+        };
+        let ticket = asked.ticket;
+        self.approvals.pop_front();
+        effects.push(Effect::Answer { ticket, decision });
+    }
+
+    /// Enter (`follow_up` false) or Tab (`true`) on the typed text.
+    fn submit(&mut self, follow_up: bool, effects: &mut Vec<Effect>) {
+        let Some(text) = self.input.submit() else {
+            // A cancelled turn leaves queued input parked; Enter on an empty line sends it.
+            let queued = !self.input.queue().is_empty() || !self.input.steering().is_empty();
+            if !follow_up && queued && !self.is_running() {
+                effects.push(Effect::SendQueued);
+            }
+            return;
+        };
+        self.recalled = None;
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        match slash::classify(&text) {
+            Submitted::Prompt(prompt) if follow_up => effects.push(Effect::FollowUp(prompt)),
+            Submitted::Prompt(prompt) => effects.push(Effect::Steer(prompt)),
+            Submitted::Command(Ok(command)) => {
+                let echo = Line::styled(format!("› {}", text.trim()), dim());
+                self.note(vec![echo], effects);
+                self.command(command, effects);
+            }
+            Submitted::Command(Err(error)) => self.error(error.to_string(), effects),
+        }
+    }
+
+    fn command(&mut self, command: SlashCommand, effects: &mut Vec<Effect>) {
+        let needs_idle = matches!(
+            command,
+            SlashCommand::Resume(_) | SlashCommand::Fork | SlashCommand::Clear
+        );
+        if needs_idle && self.is_running() {
+            self.error(
+                "the agent is busy; press Esc to cancel the turn first".into(),
+                effects,
+            );
+            return;
+        }
+        match command {
+            SlashCommand::Help => {
+                let lines = slash::HELP.iter().map(|l| Line::from(*l)).collect();
+                self.note(lines, effects);
+            }
+            SlashCommand::Model(None) => effects.push(Effect::ShowModel),
+            SlashCommand::Model(Some(model)) => effects.push(Effect::SetModel(model)),
+            SlashCommand::Sessions => effects.push(Effect::ListSessions),
+            SlashCommand::Resume(id) => effects.push(Effect::Resume(id)),
+            SlashCommand::Fork => effects.push(Effect::Fork),
+            SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),
+            SlashCommand::Permission(Some(preset)) => effects.push(Effect::SetPermission(preset)),
+            SlashCommand::Clear => effects.push(Effect::NewSession),
+            SlashCommand::Quit => self.quit(effects),
+        }
+    }
+}
