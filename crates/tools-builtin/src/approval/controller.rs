@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use dsh_protocol::SessionId;
 use dsh_session::{Session, SessionError};
@@ -18,6 +19,9 @@ use super::facts::{CallView, Gate};
 use super::policy::{ApprovalPolicy, SessionSafety};
 use super::rules::{decide, ApprovalRule, RuleAction};
 use super::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
+
+/// How long a cancelled ask waits before answering "cancelled" itself (see `ask`).
+const CANCEL_HANDOFF: Duration = Duration::from_millis(200);
 
 /// Approval settings: the policy new sessions start with, and the rules.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -259,6 +263,10 @@ impl Approvals {
             biased;
             () = exec.signal().cancelled() => {
                 pending.settle(DecisionKind::Cancelled, None, None);
+                // The pipeline races the same signal and reports the call as aborted; give it
+                // the chance so the model reads "aborted", not "denied". A caller that does
+                // not race still gets its answer shortly.
+                tokio::time::sleep(CANCEL_HANDOFF).await;
                 return ApprovalOutcome::Cancelled;
             }
             decision = answerer.answer(question) => decision,

@@ -1,5 +1,9 @@
+mod approval;
+mod approval_log;
 mod bash;
 mod fs_tools;
+mod harness;
+mod registry;
 mod sandbox;
 mod search;
 mod support;

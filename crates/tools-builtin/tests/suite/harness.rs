@@ -1,0 +1,259 @@
+//! A real kernel with the session store, the tool runtime, the built-in tools and approval
+//! mounted, plus a minimal agent so `agent_of(exec)` finds the session.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use dsh_agent::{
+    AbortSignal, Agent, AgentCancelCause, AgentError, AgentEvents, AgentOptions, AgentStatus,
+    CancelOptions, Inbox, MaintenanceLease,
+};
+use dsh_kernel::{Context, ScopeKey};
+use dsh_protocol::{CallId, Message, SessionId};
+use dsh_session::{InboxTarget, Session, SessionOptions, SessionStore, SessionsPlugin};
+use dsh_tools::{
+    AgentHandle, Extensions, ToolCall, ToolResult, ToolRuntime, ToolsConfig, ToolsPlugin,
+};
+use dsh_tools_builtin::{
+    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalRequest, Approvals,
+    BuiltinToolsPlugin,
+};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::support::Fixture;
+
+pub struct TestAgent {
+    options: AgentOptions,
+    session: Session,
+    inbox: Inbox,
+    ctx: Context,
+    scope: ScopeKey,
+}
+
+impl TestAgent {
+    pub fn create(root: &Context, session: Session) -> Arc<dyn Agent> {
+        let scope = ScopeKey::new(session.id().as_str());
+        let ctx = root.create_scope(scope.clone(), None).unwrap();
+        let events = AgentEvents::new(root.clone(), scope.clone());
+        let inbox = Inbox::restore(session.clone(), events.clone()).unwrap();
+        let agent: Arc<dyn Agent> = Arc::new(TestAgent {
+            options: AgentOptions::default(),
+            session,
+            inbox,
+            ctx,
+            scope,
+        });
+        events.bind(Arc::downgrade(&agent));
+        agent
+    }
+}
+
+impl Agent for TestAgent {
+    fn id(&self) -> &SessionId {
+        self.session.id()
+    }
+    fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+    fn session(&self) -> &Session {
+        &self.session
+    }
+    fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+    fn status(&self) -> AgentStatus {
+        AgentStatus::Running
+    }
+    fn ctx(&self) -> &Context {
+        &self.ctx
+    }
+    fn scope_key(&self) -> &ScopeKey {
+        &self.scope
+    }
+    fn cancel(&self, _cause: AgentCancelCause, _options: CancelOptions) -> Result<(), AgentError> {
+        Ok(())
+    }
+    fn when_idle(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+    fn begin_maintenance(&self) -> Result<MaintenanceLease, AgentError> {
+        Ok(MaintenanceLease::new(AbortSignal::new(), || {}))
+    }
+    fn send(&self, message: Message, target: InboxTarget, _wakeup: bool) -> Result<(), AgentError> {
+        self.inbox.append(target, message)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An answerer that records every question and answers from a script. Past the script it
+/// denies ("unscripted ask"), or, when `silent`, never answers (a person who walked away),
+/// noting when its future is dropped.
+#[derive(Default)]
+pub struct ScriptedAnswerer {
+    pub requests: Mutex<Vec<ApprovalRequest>>,
+    script: Mutex<VecDeque<ApprovalDecision>>,
+    silent: bool,
+    pub dropped_unanswered: AtomicBool,
+}
+
+impl ScriptedAnswerer {
+    pub fn new(script: impl IntoIterator<Item = ApprovalDecision>) -> Arc<Self> {
+        Arc::new(Self {
+            script: Mutex::new(script.into_iter().collect()),
+            ..Self::default()
+        })
+    }
+
+    pub fn silent() -> Arc<Self> {
+        Arc::new(Self {
+            silent: true,
+            ..Self::default()
+        })
+    }
+
+    pub fn asked(&self) -> Vec<ApprovalRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+struct DropFlag<'a>(&'a AtomicBool);
+
+impl Drop for DropFlag<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl ApprovalAnswerer for ScriptedAnswerer {
+    fn answer(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+        self.requests.lock().unwrap().push(request);
+        let next = self.script.lock().unwrap().pop_front();
+        Box::pin(async move {
+            match next {
+                Some(decision) => decision,
+                None if !self.silent => ApprovalDecision::Deny {
+                    feedback: Some("unscripted ask".into()),
+                },
+                None => {
+                    let _flag = DropFlag(&self.dropped_unanswered);
+                    std::future::pending().await
+                }
+            }
+        })
+    }
+}
+
+pub struct Harness {
+    pub root: Context,
+    pub tools: Arc<ToolRuntime>,
+    pub approvals: Arc<Approvals>,
+    pub fx: Fixture,
+    pub agent: Arc<dyn Agent>,
+    pub session: Session,
+    next_call: Mutex<u32>,
+}
+
+impl Harness {
+    /// Default tools and approval settings `approval` (e.g. `{"policy": "ask"}`).
+    pub fn new(approval: Value) -> Self {
+        Self::with(json!({}), approval)
+    }
+
+    pub fn with(tools_config: Value, approval: Value) -> Self {
+        let root = Context::root();
+        root.plugin::<SessionsPlugin>(()).unwrap();
+        root.plugin::<ToolsPlugin>(ToolsConfig::default()).unwrap();
+        root.plugin::<BuiltinToolsPlugin>(serde_json::from_value(tools_config).unwrap())
+            .unwrap();
+        root.plugin::<ApprovalPlugin>(serde_json::from_value(approval).unwrap())
+            .unwrap();
+        let fx = Fixture::new();
+        let store = root.require::<SessionStore>().unwrap();
+        let options = SessionOptions {
+            cwd: Some(fx.ws().display().to_string()),
+            clock: Some(Arc::new(|| 7)),
+            ..SessionOptions::default()
+        };
+        let session = store
+            .create(&root, Some(SessionId::from("s1")), options)
+            .unwrap();
+        let agent = TestAgent::create(&root, session.clone());
+        Self {
+            tools: root.require::<ToolRuntime>().unwrap(),
+            approvals: root.require::<Approvals>().unwrap(),
+            root,
+            fx,
+            agent,
+            session,
+            next_call: Mutex::new(0),
+        }
+    }
+
+    pub fn answer_with(&self, answerer: &Arc<ScriptedAnswerer>) {
+        let answerer: Arc<dyn ApprovalAnswerer> = answerer.clone();
+        self.approvals.set_answerer(Some(answerer));
+    }
+
+    /// A call as the agent loop plans it: scoped to the agent, carrying it and the ToolEnv.
+    pub fn call(&self, name: &str, args: Value) -> ToolCall {
+        let id = {
+            let mut n = self.next_call.lock().unwrap();
+            *n += 1;
+            format!("call-{n}")
+        };
+        let handle: AgentHandle = Arc::new(self.agent.clone());
+        ToolCall::new(CallId::from(id), name, args.to_string())
+            .scope(self.agent.scope_key().clone())
+            .agent(handle)
+            .extensions(Extensions::new().with(self.fx.env.clone()))
+    }
+
+    pub async fn run(&self, name: &str, args: Value) -> ToolResult {
+        self.tools.execute(self.call(name, args)).await
+    }
+
+    pub async fn run_with(&self, name: &str, args: Value, signal: CancellationToken) -> ToolResult {
+        self.tools
+            .execute(self.call(name, args).signal(signal))
+            .await
+    }
+
+    /// The `{type, data}` of every logged event whose type starts with one of `prefixes`.
+    pub fn events(&self, prefixes: &[&str]) -> Vec<Value> {
+        self.session
+            .events()
+            .iter()
+            .filter(|e| prefixes.iter().any(|p| e.type_name().starts_with(p)))
+            .map(|e| json!({"type": e.type_name(), "data": e.data.to_value()}))
+            .collect()
+    }
+
+    pub fn approval_events(&self) -> Vec<Value> {
+        self.events(&["approval/"])
+    }
+}
+
+/// The text the model sees for a result.
+pub fn text(result: &ToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text())
+        .collect()
+}
+
+pub fn asked(call: &str, tool: &str, summary: &str, reason: &str) -> Value {
+    json!({"type": "approval/asked", "data": {"callId": call, "tool": tool, "summary": summary, "reason": reason}})
+}
+
+pub fn decided(call: &str, data: Value) -> Value {
+    let mut data = data;
+    data["callId"] = json!(call);
+    json!({"type": "approval/decided", "data": data})
+}
