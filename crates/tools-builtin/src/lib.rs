@@ -1,9 +1,12 @@
-//! The coding tools' bodies, the sandbox that confines them, and secret scrubbing.
+//! The coding tools, the sandbox that confines them, secret scrubbing, and approval.
 //!
 //! Each tool is a unit struct implementing [`BuiltinTool`]: a model-facing name, description
 //! and JSON schema, typed arguments with the original parameter names, and an async body that
-//! takes the session's [`ToolEnv`] and a cancellation token. Registration, approval and the
-//! call pipeline live in `dsh-tools`; this crate has no opinion about them.
+//! takes the session's [`ToolEnv`] and a cancellation token. [`BuiltinAdapter`] turns a body
+//! into a `dsh_tools::Tool` (the [`ToolEnv`] comes from the execution's extensions), and the
+//! [`BuiltinToolsPlugin`] (`tools-builtin`) registers the configured set on the tool runtime.
+//! The [`approval`] module decides which calls a person must allow and asks them through the
+//! [`ApprovalAnswerer`] seam; [`ApprovalPlugin`] (`approval`) mounts it.
 //!
 //! | tool | concurrency | module |
 //! |---|---|---|

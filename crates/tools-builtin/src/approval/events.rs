@@ -241,6 +241,24 @@ pub fn pending_approvals(events: &[Arc<SessionEvent>]) -> Vec<PendingApproval> {
     pending
 }
 
+/// Closes every pending ask as cancelled (`approval/decided` with `"decision": "cancelled"`),
+/// for a resumed session whose calls will not run again. Returns what was closed.
+pub fn close_pending_approvals(session: &Session) -> Result<Vec<PendingApproval>, SessionError> {
+    let pending = pending_approvals(&session.events());
+    for ask in &pending {
+        log_decided(
+            session,
+            &ApprovalDecided {
+                call_id: ask.asked.call_id.clone(),
+                decision: DecisionKind::Cancelled,
+                remembered: None,
+                feedback: None,
+            },
+        )?;
+    }
+    Ok(pending)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -25,8 +25,9 @@ use futures_util::future::BoxFuture;
 
 pub use controller::{ApprovalSettings, Approvals};
 pub use events::{
-    fold_session_grants, fold_session_safety, log_session_safety, pending_approvals, ApprovalAsked,
-    ApprovalDecided, DecisionKind, GrantScope, PendingApproval, SafetyFold, SessionGrant,
+    close_pending_approvals, fold_session_grants, fold_session_safety, log_session_safety,
+    pending_approvals, ApprovalAsked, ApprovalDecided, DecisionKind, GrantScope, PendingApproval,
+    SafetyFold, SessionGrant,
 };
 pub use plugin::{install_pre_execute, ApprovalPlugin};
 pub use policy::{ApprovalPolicy, PermissionPreset, SessionSafety};

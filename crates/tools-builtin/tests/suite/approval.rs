@@ -338,3 +338,18 @@ async fn cancelling_the_turn_resolves_a_pending_ask_as_cancelled() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_call_without_an_agent_has_no_session_to_ask_in() {
+    let h = Harness::new(ask());
+    let answerer = ScriptedAnswerer::new([]);
+    h.answer_with(&answerer);
+    let call = dsh_tools::ToolCall::new(CallId::from("c"), "bash", bash("echo x").to_string())
+        .extensions(dsh_tools::Extensions::new().with(h.fx.env.clone()));
+    let result = h.tools.execute(call).await;
+    assert_eq!(
+        text(&result),
+        "Error: this bash call needs approval, but it has no session to ask in"
+    );
+    assert!(answerer.asked().is_empty());
+}

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use dsh_session::{SeedSource, Session, SessionEvent};
 use dsh_tools_builtin::approval::{
-    fold_session_grants, fold_session_safety, pending_approvals, ApprovalAsked, GrantScope,
-    PendingApproval, SafetyFold, SessionGrant,
+    close_pending_approvals, fold_session_grants, fold_session_safety, pending_approvals,
+    ApprovalAsked, GrantScope, PendingApproval, SafetyFold, SessionGrant,
 };
 use dsh_tools_builtin::{
     ApprovalDecision, ApprovalPolicy, ApprovalSettings, Approvals, PermissionPreset, SandboxMode,
@@ -112,6 +112,14 @@ async fn a_crash_during_an_ask_leaves_it_pending_in_the_log() {
             }
         }]
     );
+    // The resumed process shows the question, then closes it: the call will not run again.
+    let closed = close_pending_approvals(&resumed).unwrap();
+    assert_eq!(closed.len(), 1);
+    assert!(pending_approvals(&resumed.events()).is_empty());
+    assert_eq!(
+        resumed.last_event().unwrap().data.to_value(),
+        json!({"callId": "call-1", "decision": "cancelled"})
+    );
     signal.cancel();
     running.await.unwrap();
     assert!(pending_approvals(&h.session.events()).is_empty());
@@ -160,7 +168,10 @@ async fn resume_rebuilds_grants_and_policy_from_the_log() {
         tool: "bash".into(),
         scope: GrantScope::CommandPrefix("cargo".into()),
     };
-    assert_eq!(fold_session_grants(&h.session.events()), std::slice::from_ref(&grant));
+    assert_eq!(
+        fold_session_grants(&h.session.events()),
+        std::slice::from_ref(&grant)
+    );
 
     let resumed = reloaded(&h.session, &h.session.events());
     let fresh = Approvals::new(ApprovalSettings::default());
