@@ -69,42 +69,106 @@ pub(crate) fn decode_frames(data: &[u8]) -> io::Result<DecodedFrames> {
             };
             return Ok(DecodedFrames { frames, end });
         }
-        decoder.reinit()?;
-        let mut text = Vec::new();
-        let complete = loop {
-            let mut input = InBuffer::around(&data[pos..]);
-            let mut output = OutBuffer::around(&mut out[..]);
-            let remaining = match decoder.run(&mut input, &mut output) {
-                Ok(remaining) => remaining,
-                Err(err) => {
-                    let end = FramesEnd::Damaged {
+        let frame = match decode_frame(&mut decoder, &data[pos..], &mut out)? {
+            Ok(frame) => frame,
+            Err(message) => {
+                // An append torn by a power loss can leave the start of its frame followed
+                // by blocks the filesystem allocated but never wrote: that is a torn frame
+                // and zero fill, not damage.
+                if let Some((frame, zeros_at)) =
+                    torn_before_zeros(&mut decoder, &data[pos..], &mut out)?
+                {
+                    frames.push(DecodedFrame {
                         location,
-                        message: err.to_string(),
+                        text: frame.text,
+                        complete: false,
+                    });
+                    let end = FramesEnd::ZeroFilled {
+                        offset: (pos + zeros_at) as u64,
                     };
                     return Ok(DecodedFrames { frames, end });
                 }
-            };
-            pos += input.pos();
-            let produced = output.pos();
-            text.extend_from_slice(&out[..produced]);
-            if remaining == 0 {
-                break true;
-            }
-            // All input consumed and the output buffer not filled: the decoder is waiting
-            // for bytes the file does not have.
-            if pos == data.len() && produced < out.len() {
-                break false;
+                let end = FramesEnd::Damaged { location, message };
+                return Ok(DecodedFrames { frames, end });
             }
         };
+        pos += frame.consumed;
         frames.push(DecodedFrame {
             location,
-            text,
-            complete,
+            text: frame.text,
+            complete: frame.complete,
         });
     }
     Ok(DecodedFrames {
         frames,
         end: FramesEnd::Clean,
+    })
+}
+
+/// One frame decoded from the start of some bytes.
+struct FrameText {
+    text: Vec<u8>,
+    /// Bytes of input the frame took (all of them when it is incomplete).
+    consumed: usize,
+    /// False when the input ended inside the frame.
+    complete: bool,
+}
+
+/// Decodes the frame at the start of `data`; `Ok(Err(message))` when it does not decode.
+fn decode_frame(
+    decoder: &mut Decoder<'_>,
+    data: &[u8],
+    out: &mut [u8],
+) -> io::Result<Result<FrameText, String>> {
+    decoder.reinit()?;
+    let mut text = Vec::new();
+    let mut consumed = 0usize;
+    loop {
+        let mut input = InBuffer::around(&data[consumed..]);
+        let mut output = OutBuffer::around(&mut out[..]);
+        let remaining = match decoder.run(&mut input, &mut output) {
+            Ok(remaining) => remaining,
+            Err(err) => return Ok(Err(err.to_string())),
+        };
+        consumed += input.pos();
+        let produced = output.pos();
+        text.extend_from_slice(&out[..produced]);
+        if remaining == 0 {
+            return Ok(Ok(FrameText {
+                text,
+                consumed,
+                complete: true,
+            }));
+        }
+        // All input consumed and the output buffer not filled: the decoder is waiting
+        // for bytes the file does not have.
+        if consumed == data.len() && produced < out.len() {
+            return Ok(Ok(FrameText {
+                text,
+                consumed,
+                complete: false,
+            }));
+        }
+    }
+}
+
+/// When `data` (a frame that does not decode) ends in zeros and what precedes them is the
+/// unfinished start of a frame, that frame and where the zeros begin.
+fn torn_before_zeros(
+    decoder: &mut Decoder<'_>,
+    data: &[u8],
+    out: &mut [u8],
+) -> io::Result<Option<(FrameText, usize)>> {
+    let written = data
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1);
+    if written == data.len() {
+        return Ok(None);
+    }
+    Ok(match decode_frame(decoder, &data[..written], out)? {
+        Ok(frame) if !frame.complete => Some((frame, written)),
+        _ => None,
     })
 }
 
@@ -224,6 +288,39 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_torn_final_frame_followed_by_zeros_is_torn_not_damaged() {
+        let text: Vec<u8> = (0..2000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let whole = file_of(&[b"h\n", &text]);
+        let second = encode_frame(b"h\n").unwrap().len();
+        // the first half of the last frame reached the disk, the rest of its blocks did not
+        let cut = second + (whole.len() - second) / 2;
+        let mut data = whole[..cut].to_vec();
+        data.resize(whole.len() + 512, 0);
+        let decoded = decode_frames(&data).unwrap();
+        assert!(
+            matches!(decoded.end, FramesEnd::ZeroFilled { offset } if offset <= cut as u64),
+            "{:?}",
+            decoded.end
+        );
+        let last = &decoded.frames[1];
+        assert_eq!(
+            (last.location.offset, last.complete),
+            (second as u64, false)
+        );
+        assert!(text.starts_with(&last.text));
+        // zeros after bytes that cannot start a frame are still damage
+        let mut garbage = whole.clone();
+        garbage.extend_from_slice(b"not a frame");
+        garbage.resize(garbage.len() + 512, 0);
+        assert!(matches!(
+            decode_frames(&garbage).unwrap().end,
+            FramesEnd::Damaged { location, .. } if location.offset == whole.len() as u64
+        ));
     }
 
     #[test]

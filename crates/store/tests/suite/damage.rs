@@ -99,6 +99,44 @@ fn an_incomplete_final_frame_keeps_its_complete_records() {
 }
 
 #[test]
+fn a_half_written_final_frame_then_zero_fill_is_a_torn_tail() {
+    // A power loss mid-append can leave the start of the last frame followed by blocks the
+    // filesystem allocated but never wrote.
+    let dir = tempfile::tempdir().unwrap();
+    let fmt = format(Compression::Zstd, true);
+    let first = completed_turn(0, 1);
+    let mut second = vec![turn_start(7, 2)];
+    for seq in 8..4000 {
+        second.push(plugin_event(seq));
+    }
+    let path = write_log(dir.path(), fmt, "s", &[first.clone(), second]);
+    let full = fs::read(&path).unwrap();
+    let single = write_log(
+        &dir.path().join("x"),
+        fmt,
+        "s",
+        std::slice::from_ref(&first),
+    );
+    let frame_start = fs::metadata(&single).unwrap().len();
+    let cut = frame_start as usize + (full.len() - frame_start as usize) / 2;
+    let mut torn = full[..cut].to_vec();
+    torn.resize(full.len(), 0);
+    fs::write(&path, &torn).unwrap();
+
+    let log = read_log(&path, Compression::Zstd, Some("s")).unwrap();
+    let tail = log.torn_tail.clone().unwrap();
+    assert_eq!(tail.reason, TornReason::IncompleteFrame);
+    assert_eq!((tail.truncate_to, tail.rewrite_from), (frame_start, 7));
+    assert!(log.events.len() > 8, "kept {}", log.events.len());
+
+    let writer = LogWriter::open(&log, true).unwrap();
+    drop(writer);
+    let again = read_log(&path, Compression::Zstd, Some("s")).unwrap();
+    assert_eq!(again.events, log.events);
+    assert_eq!(again.torn_tail, None);
+}
+
+#[test]
 fn a_cut_header_only_frame_tail_yields_an_incomplete_frame() {
     let dir = tempfile::tempdir().unwrap();
     let fmt = format(Compression::Zstd, false);
