@@ -20,12 +20,14 @@ use dsh_agent::{
 };
 use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
-use dsh_store::SessionPersistence;
+use dsh_session::InboxTarget;
+use dsh_store::{SessionPersistence, WriteCoordinator};
 use dsh_tools_builtin::approval::events::fold_session_safety;
 use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
 use futures_util::future::BoxFuture;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Runs the interactive UI when stdin and stdout are a terminal; otherwise prints the help
@@ -224,10 +226,30 @@ impl AppDriver {
             current.live = Some(live);
             current.preset.take()
         };
-        if let Some(preset) = preset {
-            self.apply_preset(&agent, preset)?;
+        match preset {
+            Some(preset) => self.switch_preset(agent, preset).await,
+            None => Ok(agent),
         }
-        Ok(agent)
+    }
+
+    /// Logs and adopts `preset` on a live, idle agent. The tools' sandbox is fixed when an
+    /// agent starts, so a new sandbox mode restarts the agent on the same log, which now
+    /// records that mode. Returns the agent driving the session afterwards.
+    async fn switch_preset(
+        &self,
+        agent: Arc<dyn Agent>,
+        preset: PermissionPreset,
+    ) -> Result<Arc<dyn Agent>, DriverError> {
+        let before = fold_session_safety(&agent.session().events()).sandbox;
+        self.apply_preset(&agent, preset)?;
+        if before == Some(preset.sandbox_mode()) {
+            return Ok(agent);
+        }
+        let id = agent.id().clone();
+        drop(agent);
+        self.reopen_quietly(id).await?;
+        self.live_agent()
+            .ok_or_else(|| DriverError::Failed("the agent did not restart".into()))
     }
 
     /// Makes `live` (driving `id`) the session on screen and closes the previous one.
@@ -280,6 +302,9 @@ impl AppDriver {
     }
 
     async fn reopen(&self, id: SessionId, how: OpenedHow) -> Result<OpenedSession, DriverError> {
+        // A session closed earlier in this run (`/clear`, then `/resume` it) may still be
+        // held by the store.
+        self.wait_released(&id).await;
         let live = self.start(id.clone(), true).await?;
         let events = live.agent().session().events().to_vec();
         self.switch(id.clone(), Some(live)).await;
@@ -416,16 +441,7 @@ impl AgentDriver for AppDriver {
                 return Ok(format!("{summary}; applies from the first prompt"));
             };
             self.ensure_idle()?;
-            let before = fold_session_safety(&agent.session().events()).sandbox;
-            self.apply_preset(&agent, preset)?;
-            if before == Some(preset.sandbox_mode()) {
-                return Ok(summary);
-            }
-            // The tools' sandbox is fixed when an agent starts: restart it on the same log,
-            // which now records the new mode.
-            let id = agent.id().clone();
-            drop(agent);
-            self.reopen_quietly(id).await?;
+            self.switch_preset(agent, preset).await?;
             Ok(match self.pinned_sandbox() {
                 Some(pinned) if pinned != preset.sandbox_mode() => format!(
                     "{summary}; but this run pins the sandbox to {} (--sandbox or \
@@ -512,14 +528,55 @@ impl AgentDriver for AppDriver {
 
 impl AppDriver {
     /// Restarts the current session's agent; its events keep flowing to the UI, which has
-    /// seen them all, so nothing is reprinted.
+    /// seen them all, so nothing is reprinted. Disposal clears the inbox, so pending input
+    /// (queued follow-ups, the workspace instructions of a session without a turn yet) is
+    /// put back without waking the agent.
     async fn reopen_quietly(&self, id: SessionId) -> Result<(), DriverError> {
         let previous = self.current().live.take();
+        let mut pending = Vec::new();
         if let Some(previous) = previous {
+            let inbox = previous.agent().inbox();
+            pending.extend(
+                inbox
+                    .next_turn()
+                    .into_iter()
+                    .map(|m| (m, InboxTarget::NextTurn)),
+            );
+            pending.extend(
+                inbox
+                    .next_step()
+                    .into_iter()
+                    .map(|m| (m, InboxTarget::NextStep)),
+            );
             previous.close().await;
         }
+        self.wait_released(&id).await;
         let live = self.start(id, true).await?;
+        for (message, target) in pending {
+            live.agent()
+                .send((*message).clone(), target, false)
+                .map_err(DriverError::failed)?;
+        }
         self.current().live = Some(live);
         Ok(())
     }
+
+    /// Waits until the store has let go of the disposed session `id`. dsh-store releases a
+    /// disposed session in a detached task, and a resume registered before that would join
+    /// the old session's write queue and never persist the new agent's events.
+    async fn wait_released(&self, id: &SessionId) {
+        let Some(coordinator) = self.runtime.ctx().get::<WriteCoordinator>() else {
+            return;
+        };
+        for _ in 0..RELEASE_POLLS {
+            if coordinator.stored_next(id).is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tracing::warn!(session = %id, "the store still holds the session; resuming anyway");
+    }
 }
+
+/// How many 10 ms waits [`AppDriver::wait_released`] allows (two seconds).
+const RELEASE_POLLS: u32 = 200;

@@ -234,7 +234,8 @@ async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
     let (asked, done, forked, ended) = tokio::task::spawn_blocking(move || {
         let tmux = Tmux::start(&in_pane);
         tmux.enter("run the check");
-        let asked = tmux.wait_for("Allow this tool call?");
+        // The status line is drawn last: the whole prompt is on screen once it says so.
+        let asked = tmux.wait_for("waiting for your approval");
         tmux.keys("a");
         let done = tmux.wait_for("turn 1 completed");
         tmux.enter("/fork");
@@ -310,7 +311,8 @@ async fn esc_cancels_and_keeps_the_queued_follow_up_for_enter() {
     let (queued, done, ended) = tokio::task::spawn_blocking(move || {
         let tmux = Tmux::start(&in_pane);
         tmux.enter("start something long");
-        tmux.wait_for("running · turn 1");
+        // The model is streaming (its request was served) before anything is queued.
+        tmux.wait_for("This answer never");
         tmux.run(&["send-keys", "-t", "dsh", "-l", "then summarize"]);
         tmux.keys("Tab");
         let queued = tmux.wait_for("queued › then summarize");
@@ -341,5 +343,64 @@ async fn esc_cancels_and_keeps_the_queued_follow_up_for_enter() {
     assert!(ended);
     let stored = stored(&sandbox.sessions_root());
     assert_eq!(turn_end_kinds(&stored[0].events), ["aborted", "completed"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_permission_chosen_before_the_first_prompt_keeps_the_instructions() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(Script::new().respond(Reply::text("Brief hello."))).await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    std::fs::write(
+        sandbox.cwd.path().join("AGENTS.md"),
+        "Always answer briefly.\n",
+    )
+    .unwrap();
+    let in_pane = sandbox.clone();
+    let (switched, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("/permission read-only");
+        let switched = tmux.wait_for("applies from the first prompt");
+        tmux.enter("hello");
+        tmux.wait_for("turn 1 completed");
+        (switched, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(
+        switched.contains("permission: read-only (sandbox read-only, approval ask)"),
+        "{switched}"
+    );
+    assert!(ended);
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    let events = &stored[0].events;
+    let last = |type_name: &str| {
+        events
+            .iter()
+            .rev()
+            .find(|e| e.type_name() == type_name)
+            .map(|e| e.data.to_value())
+    };
+    assert_eq!(
+        last("permission/preset"),
+        Some(json!({"preset": "read-only"}))
+    );
+    assert_eq!(last("sandbox/mode"), Some(json!({"mode": "read-only"})));
+    // The instructions survived the agent's restart and reached the model in turn 1.
+    let claimed: Vec<String> = events
+        .iter()
+        .filter(|e| e.type_name() == "user/message")
+        .filter_map(|e| e.message().map(|m| m.text()))
+        .collect();
+    assert!(
+        claimed.iter().any(|t| t.contains("Always answer briefly.")),
+        "{claimed:?}"
+    );
+    assert!(claimed.iter().any(|t| t == "hello"), "{claimed:?}");
+    assert_eq!(turn_end_kinds(events), ["completed"]);
     server.shutdown().await;
 }
