@@ -132,13 +132,55 @@ fn prompt_title(message: &Value) -> Option<String> {
 
 /// A summary plus the state of the log it was computed from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "IndexLine")]
 struct IndexEntry {
     /// The log's path relative to the root, `/`-separated.
     path: String,
     mtime_ns: u64,
     #[serde(flatten)]
     summary: SessionSummary,
+}
+
+/// An index line as read: [`IndexEntry`] spelled out flat. Reading a `flatten`ed struct
+/// buffers every field first, which made loading the index of a large store the slowest
+/// part of a listing.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexLine {
+    path: String,
+    mtime_ns: u64,
+    id: String,
+    cwd: Option<String>,
+    title: Option<String>,
+    created_at: u64,
+    updated_at: u64,
+    turns: u64,
+    events: u64,
+    size: u64,
+    last_outcome: Option<String>,
+    #[serde(default)]
+    problem: Option<String>,
+}
+
+impl From<IndexLine> for IndexEntry {
+    fn from(line: IndexLine) -> Self {
+        IndexEntry {
+            path: line.path,
+            mtime_ns: line.mtime_ns,
+            summary: SessionSummary {
+                id: line.id,
+                cwd: line.cwd,
+                title: line.title,
+                created_at: line.created_at,
+                updated_at: line.updated_at,
+                turns: line.turns,
+                events: line.events,
+                size: line.size,
+                last_outcome: line.last_outcome,
+                problem: line.problem,
+            },
+        }
+    }
 }
 
 /// Size and modification time: what tells a fresh entry from a stale one.
@@ -416,6 +458,20 @@ fn write_compact(file: &Path, entries: &HashMap<String, IndexEntry>) -> std::io:
 
 /// Recomputes a summary from the log itself (the slow path).
 fn summarize_log(path: &Path, compression: Compression, stamp: LogStamp) -> SessionSummary {
+    // Typed reading is several times faster; a log it refuses is summarized the general way.
+    if let Ok((log, None)) = crate::typed_log::read_typed(path, compression, None) {
+        let mut summary = SessionSummary::from_header(&log.header);
+        for event in &log.events {
+            summary.apply_event(event);
+        }
+        summary.size = stamp.size;
+        return summary;
+    }
+    summarize_log_general(path, compression, stamp)
+}
+
+/// [`summarize_log`] over `Value` records: any log that parses at all gets a summary.
+fn summarize_log_general(path: &Path, compression: Compression, stamp: LogStamp) -> SessionSummary {
     let mut summary = match reader::read_log(path, compression, None) {
         Ok(log) => {
             let mut summary = SessionSummary::from_header(&log.header);
@@ -505,6 +561,77 @@ mod tests {
         let entry = &entries["--w--/s/session.jsonl"];
         assert_eq!(entry.summary.size, (COMPACT_AFTER_LINES as u64 + 10) * 10);
         assert_eq!(entry.summary.turns, COMPACT_AFTER_LINES as u64 + 10);
+    }
+
+    #[test]
+    fn typed_and_general_summaries_agree_on_every_original_log() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/dsh-0.1.0");
+        let mut checked = 0;
+        for scenario in fs::read_dir(root).unwrap() {
+            for compression in [Compression::Zstd, Compression::None] {
+                let form = if compression == Compression::Zstd {
+                    "zstd"
+                } else {
+                    "jsonl"
+                };
+                let sessions = scenario
+                    .as_ref()
+                    .unwrap()
+                    .path()
+                    .join(form)
+                    .join("sessions");
+                let Ok(logs) =
+                    crate::discover::discover_logs(&StoreLayout::new(&sessions, compression))
+                else {
+                    continue;
+                };
+                for (_, path, stamp) in logs {
+                    assert!(matches!(
+                        crate::typed_log::read_typed(&path, compression, None),
+                        Ok((_, None))
+                    ));
+                    assert_eq!(
+                        summarize_log(&path, compression, stamp),
+                        summarize_log_general(&path, compression, stamp),
+                        "{}",
+                        path.display()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 12, "only {checked} fixture logs found");
+    }
+
+    #[test]
+    fn index_lines_read_back_as_written() {
+        let entry = IndexEntry {
+            path: "--w--/s/session.jsonl".into(),
+            mtime_ns: 7,
+            summary: SessionSummary {
+                id: "s".into(),
+                cwd: Some("/w".into()),
+                title: Some("t".into()),
+                created_at: 1,
+                updated_at: 2,
+                turns: 3,
+                events: 4,
+                size: 5,
+                last_outcome: Some("completed".into()),
+                problem: Some("p".into()),
+            },
+        };
+        let text = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            text,
+            r#"{"path":"--w--/s/session.jsonl","mtimeNs":7,"id":"s","cwd":"/w","title":"t","createdAt":1,"updatedAt":2,"turns":3,"events":4,"size":5,"lastOutcome":"completed","problem":"p"}"#
+        );
+        assert_eq!(serde_json::from_str::<IndexEntry>(&text).unwrap(), entry);
+        let mut plain = entry.clone();
+        plain.summary.problem = None;
+        plain.summary.cwd = None;
+        let text = serde_json::to_string(&plain).unwrap();
+        assert_eq!(serde_json::from_str::<IndexEntry>(&text).unwrap(), plain);
     }
 
     #[test]
