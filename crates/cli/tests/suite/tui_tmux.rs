@@ -31,18 +31,21 @@ impl Tmux {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "dsh"]).stdout).into_owned()
     }
 
-    /// Waits until the pane shows `text`; panics with the pane after a generous limit.
+    /// Waits until the pane shows `text` and has stopped changing (a capture can land in
+    /// the middle of a redraw); panics with the pane after a generous limit.
     fn wait_for(&self, text: &str) -> String {
         let start = Instant::now();
+        let mut previous = String::new();
         loop {
             let pane = self.pane();
-            if pane.contains(text) {
+            if pane.contains(text) && pane == previous {
                 return pane;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "{text:?} never appeared; the pane shows:\n{pane}"
             );
+            previous = pane;
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -402,5 +405,74 @@ async fn a_permission_chosen_before_the_first_prompt_keeps_the_instructions() {
     );
     assert!(claimed.iter().any(|t| t == "hello"), "{claimed:?}");
     assert_eq!(turn_end_kinds(events), ["completed"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn clear_lists_and_resumes_in_a_real_terminal() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(
+        Script::new()
+            .respond(Reply::text("First answer."))
+            .respond(Reply::text("Second answer.")),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let in_pane = sandbox.clone();
+    let (first_id, listed, resumed, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        let first_id = tmux
+            .pane()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("new session ").map(str::to_owned))
+            .unwrap();
+        tmux.enter("first question");
+        tmux.wait_for("turn 1 completed");
+        tmux.enter("/clear");
+        tmux.wait_for("› /clear");
+        tmux.enter("/sessions");
+        let listed = tmux.wait_for("sessions (/resume ID continues one)");
+        tmux.enter(&format!("/resume {first_id}"));
+        tmux.wait_for("resumed session");
+        tmux.enter("second question");
+        let resumed = tmux.wait_for("turn 2 completed");
+        (first_id, listed, resumed, tmux.quit())
+    })
+    .await
+    .unwrap();
+    // The row is wider than the 90-column pane, so its title wraps.
+    let rows = lines_from(&listed, "sessions (/resume ID continues one):", 3);
+    assert!(rows[1].contains(&first_id), "{listed}");
+    assert!(rows[1].ends_with("1 turn  first"), "{listed}");
+    assert_eq!(rows[2], "question");
+    // The resumed history is printed again, then the new turn follows it.
+    assert_eq!(
+        lines_from(&resumed, &format!("resumed session {first_id}"), 11),
+        [
+            format!("resumed session {first_id}"),
+            String::new(),
+            "› first question".into(),
+            String::new(),
+            "• First answer.".into(),
+            String::new(),
+            "─ turn 1 completed".into(),
+            String::new(),
+            "› second question".into(),
+            String::new(),
+            "• Second answer.".into(),
+        ]
+    );
+    assert!(ended);
+    // The cleared session never got a prompt, so it left nothing behind.
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].header.id.as_str(), first_id);
+    assert_eq!(
+        turn_end_kinds(&stored[0].events),
+        ["completed", "completed"]
+    );
     server.shutdown().await;
 }
