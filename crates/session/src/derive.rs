@@ -6,7 +6,8 @@ use crate::error::SessionError;
 use crate::event::{EventData, SessionEvent};
 use crate::surface::fold_surface;
 use crate::vocabulary::RequestContext;
-use dsh_protocol::{EpochHeader, Message};
+use dsh_protocol::{AdapterDefaults, EpochHeader, Message, ToolSchema};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The message one event contributes to model history, if any: user messages and tool
@@ -48,17 +49,51 @@ pub fn canonical_header(header: &EpochHeader) -> EpochHeader {
 /// Whether two headers would produce the same request: config field by field, equal
 /// adapter-default markers, equal system prompt, and the same tools in the same order (each
 /// compared by its JSON text).
+///
+/// The loop asks this before every model request, so it compares in place: no canonical
+/// copies and no serialization (see [`same_json_text`]).
 pub fn header_equals(a: &EpochHeader, b: &EpochHeader) -> bool {
-    let (a, b) = (canonical_header(a), canonical_header(b));
-    if a.config != b.config || a.adapter_defaults != b.adapter_defaults || a.system != b.system {
-        return false;
+    fn defaults(h: &EpochHeader) -> Option<AdapterDefaults> {
+        h.adapter_defaults.filter(|d| !d.is_empty())
     }
-    let (at, bt) = (a.tools.unwrap_or_default(), b.tools.unwrap_or_default());
-    at.len() == bt.len()
-        && at
-            .iter()
-            .zip(&bt)
-            .all(|(x, y)| serde_json::to_string(x).ok() == serde_json::to_string(y).ok())
+    fn system(h: &EpochHeader) -> Option<&str> {
+        h.system.as_deref().filter(|s| !s.is_empty())
+    }
+    fn tools(h: &EpochHeader) -> &[ToolSchema] {
+        h.tools.as_deref().unwrap_or_default()
+    }
+    let (at, bt) = (tools(a), tools(b));
+    a.config == b.config
+        && defaults(a) == defaults(b)
+        && system(a) == system(b)
+        && at.len() == bt.len()
+        && at.iter().zip(bt).all(|(x, y)| {
+            x.name == y.name
+                && x.description == y.description
+                && same_json_text(&x.parameters, &y.parameters)
+        })
+}
+
+/// Whether two values serialize to the same JSON text. Objects keep their key order
+/// (`preserve_order`), so they must list equal keys in the same order; numbers must print
+/// the same (`1` ≠ `1.0`, and `0.0` ≠ `-0.0` although they compare equal as floats).
+fn same_json_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json_text(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_json_text(va, vb))
+        }
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(fx), Some(fy)) if x.is_f64() && y.is_f64() => fx.to_bits() == fy.to_bits(),
+            _ => x == y,
+        },
+        _ => a == b,
+    }
 }
 
 /// The header in force after `events`: the canonical form of the last `request/header`,
@@ -87,7 +122,7 @@ pub fn fold_request_context(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dsh_protocol::{AdapterDefaults, LlmCallConfig, ToolSchema};
+    use dsh_protocol::LlmCallConfig;
     use serde_json::json;
 
     fn header(system: Option<&str>, tools: Option<Vec<ToolSchema>>) -> EpochHeader {
@@ -136,5 +171,78 @@ mod tests {
             &ab,
             &header(Some("sys"), Some(vec![tool("a"), tool("b")]))
         ));
+    }
+
+    /// `header_equals` must agree with comparing the JSON texts, whatever the values.
+    #[test]
+    fn tool_parameters_compare_as_json_text() {
+        let with = |parameters: serde_json::Value| {
+            header(
+                None,
+                Some(vec![ToolSchema {
+                    name: "t".into(),
+                    description: "d".into(),
+                    parameters,
+                }]),
+            )
+        };
+        let values = [
+            json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            json!({"properties": {"a": {"type": "string"}}, "type": "object"}),
+            json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+            json!({"type": "object", "properties": {}}),
+            json!({"n": 1}),
+            json!({"n": 1.0}),
+            json!({"n": 0.0}),
+            json!({"n": -0.0}),
+            json!({"n": -1}),
+            json!({"e": ["a", "b"]}),
+            json!({"e": ["b", "a"]}),
+            json!({"e": ["a"]}),
+            json!({"e": null}),
+            json!({"e": false}),
+            json!({"e": "false"}),
+        ];
+        for a in &values {
+            for b in &values {
+                let texts_equal =
+                    serde_json::to_string(a).unwrap() == serde_json::to_string(b).unwrap();
+                assert_eq!(
+                    header_equals(&with(a.clone()), &with(b.clone())),
+                    texts_equal,
+                    "{a} vs {b}"
+                );
+            }
+        }
+        let renamed = ToolSchema {
+            name: "u".into(),
+            description: "d".into(),
+            parameters: json!({}),
+        };
+        let redescribed = ToolSchema {
+            description: "e".into(),
+            ..renamed.clone()
+        };
+        assert!(!header_equals(
+            &header(None, Some(vec![renamed])),
+            &header(None, Some(vec![redescribed]))
+        ));
+    }
+
+    #[test]
+    fn config_and_defaults_take_part() {
+        let base = header(Some("s"), None);
+        let mut other_model = base.clone();
+        other_model.config.model = "n".into();
+        assert!(!header_equals(&base, &other_model));
+        let mut marked = base.clone();
+        marked.adapter_defaults = Some(AdapterDefaults {
+            max_tokens: true,
+            ..AdapterDefaults::default()
+        });
+        assert!(!header_equals(&base, &marked));
+        let mut unmarked = base.clone();
+        unmarked.adapter_defaults = None;
+        assert!(header_equals(&base, &unmarked));
     }
 }
