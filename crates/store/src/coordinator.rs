@@ -117,6 +117,18 @@ impl WriteCoordinator {
         lock(&self.inner.queues).get(id).cloned()
     }
 
+    /// Removes `queue` from the map if it is still the one registered for `id`.
+    fn remove_if_current(&self, id: &SessionId, queue: &Arc<Queue>) -> bool {
+        let mut queues = lock(&self.inner.queues);
+        match queues.get(id) {
+            Some(current) if Arc::ptr_eq(current, queue) => {
+                queues.remove(id);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn persistence(&self) -> &Arc<dyn SessionPersistence> {
         &self.inner.persistence
     }
@@ -128,8 +140,15 @@ impl WriteCoordinator {
     /// the `session/end-seed` marker of a resume — are scheduled like any new event.
     pub fn register(&self, session: &Session) -> Result<(), StoreError> {
         let id = session.id();
-        if lock(&self.inner.queues).contains_key(id) {
-            return Ok(());
+        // The same live session registering again is a no-op. A *different* session with this
+        // id is a successor (the log was disposed and resumed again in this process): its
+        // predecessor's queue was drained by `prepare`, and may still be waiting for its
+        // detached release; the successor must get a queue of its own, or its events would
+        // join the stale queue and never be written.
+        if let Some(existing) = lock(&self.inner.queues).get(id) {
+            if Session::ptr_eq(&existing.session, session) {
+                return Ok(());
+            }
         }
         // Only a session loaded from the store continues a stored log; any other session
         // is new, and a stored log with its id makes `create` fail rather than be joined.
@@ -233,41 +252,53 @@ impl WriteCoordinator {
     /// Final flush, then forgets the session (`session/disposed`). If the flush fails the
     /// session stays registered so that a later flush can still save it.
     pub async fn release(&self, id: &SessionId) -> Result<(), StoreError> {
-        self.flush(id).await?;
+        match self.queue(id) {
+            Some(queue) => self.release_queue(id, queue).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn release_queue(&self, id: &SessionId, queue: Arc<Queue>) -> Result<(), StoreError> {
+        drain(&self.inner, &queue).await?;
+        // A successor session with the same id may have registered meanwhile; releasing
+        // the predecessor must leave the successor's queue and file handle alone.
+        if !self.remove_if_current(id, &queue) {
+            return Ok(());
+        }
         let persistence = Arc::clone(&self.inner.persistence);
         let released = id.clone();
         // Releasing drops a file handle; cheap, but keep blocking calls off the reactor.
         let _ = tokio::task::spawn_blocking(move || persistence.release(&released)).await;
-        lock(&self.inner.queues).remove(id);
         Ok(())
     }
 
     /// Releases a session from synchronous code (a `session/disposed` listener): on a
-    /// runtime the final flush runs as a task; without one it runs here, blocking.
+    /// runtime the final flush runs as a task; without one it runs here, blocking. The queue
+    /// is captured now, so a successor registered before the task runs is left alone.
     pub fn release_detached(&self, id: &SessionId) {
+        let Some(queue) = self.queue(id) else {
+            return;
+        };
         match self.runtime() {
             Some(runtime) => {
                 let this = self.clone();
                 let id = id.clone();
                 runtime.spawn(async move {
-                    if let Err(err) = this.release(&id).await {
+                    if let Err(err) = this.release_queue(&id, queue).await {
                         tracing::warn!(session = %id, code = err.code(), %err,
                             "final flush of a disposed session failed; it stays queued");
                     }
                 });
             }
-            None => {
-                if let Some(queue) = self.queue(id) {
-                    match drain_blocking(&self.inner, &queue) {
-                        Ok(()) => {
-                            self.inner.persistence.release(id);
-                            lock(&self.inner.queues).remove(id);
-                        }
-                        Err(err) => tracing::warn!(session = %id, code = err.code(), %err,
-                            "final flush of a disposed session failed; it stays queued"),
+            None => match drain_blocking(&self.inner, &queue) {
+                Ok(()) => {
+                    if self.remove_if_current(id, &queue) {
+                        self.inner.persistence.release(id);
                     }
                 }
-            }
+                Err(err) => tracing::warn!(session = %id, code = err.code(), %err,
+                    "final flush of a disposed session failed; it stays queued"),
+            },
         }
     }
 

@@ -210,3 +210,32 @@ fn outside_a_runtime_events_wait_for_a_flush() {
     runtime.block_on(coordinator.flush(session.id())).unwrap();
     assert_eq!(recorder.batches(), vec![vec![0, 1]]);
 }
+
+/// The predecessor's events, as a persistence-seeded successor of the same id sees them.
+fn successor(session: &Session) -> Session {
+    Session::with_seed(
+        session.header().clone(),
+        session.events().iter().map(|e| (**e).clone()),
+        SeedSource::Persistence,
+    )
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_successor_with_the_same_id_gets_its_own_queue() {
+    let (recorder, coordinator, first) = setup();
+    append(&coordinator, &first, 2);
+    coordinator.flush(first.id()).await.unwrap();
+    // disposed: its release is captured now and runs later as a task
+    coordinator.release_detached(first.id());
+    // resumed before that task ran
+    let second = successor(&first);
+    coordinator.register(&second).unwrap();
+    append(&coordinator, &second, 2);
+    coordinator.flush(second.id()).await.unwrap();
+    ms(500).await;
+    // the end-seed marker and both new events are stored; the predecessor's release left
+    // the successor registered
+    assert_eq!(coordinator.stored_next(second.id()), Some(second.len()));
+    assert_eq!(recorder.batches(), vec![vec![0, 1], vec![2, 3, 4]]);
+}

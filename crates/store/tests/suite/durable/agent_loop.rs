@@ -230,3 +230,61 @@ async fn a_stored_agent_resumes_in_a_new_process_and_keeps_only_crash_surviving_
     assert!(!resumed.agent().inbox().has_pending());
     third.dispose(resumed).await;
 }
+
+/// A session disposed and resumed at once in the same process (the TUI's `/permission` and
+/// `/resume` do this) must get its own write queue: before the fix, the successor joined the
+/// predecessor's queue, still waiting for its detached release, and nothing it logged was
+/// ever written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_resumed_right_after_disposal_in_the_same_process_is_written() {
+    let disk = tempfile::tempdir().unwrap();
+    let process = Process::start(disk.path());
+    process.model.push(text_response("one"));
+    let handle = process
+        .registry
+        .create(
+            &process.root,
+            CreateAgentOptions {
+                session_id: Some(SessionId::from("s1")),
+                meta: SessionMeta {
+                    cwd: Some(CWD.into()),
+                    ..SessionMeta::default()
+                },
+                agent_options: AgentOptions::new("mock", "m"),
+                ..CreateAgentOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let agent = handle.agent().clone();
+    agent.followup(Message::user_text("a")).unwrap();
+    agent.when_idle().await;
+    // no waiting for the background release: resume immediately
+    handle.dispose().await;
+    let resumed = process.resume("s1").await;
+    let agent = resumed.agent().clone();
+    process.model.push(text_response("two"));
+    agent.followup(Message::user_text("b")).unwrap();
+    agent.when_idle().await;
+    let logged = agent.session().len();
+    resumed.dispose().await;
+    let coordinator = process.root.require::<WriteCoordinator>().unwrap();
+    for _ in 0..400 {
+        if coordinator.stored_next(&SessionId::from("s1")).is_none() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let stored = stored_types(disk.path());
+    assert!(
+        stored.len() as u64 >= logged,
+        "{} events logged, {} stored: {stored:?}",
+        logged,
+        stored.len()
+    );
+    assert_eq!(
+        stored.iter().filter(|t| *t == "turn/end").count(),
+        2,
+        "both turns are on disk: {stored:?}"
+    );
+}
