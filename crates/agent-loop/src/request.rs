@@ -11,9 +11,7 @@ use dsh_agent::{AbortSignal, AgentRequest, RequestArgs};
 use dsh_kernel::BoxError;
 use dsh_llm::{LlmRequest, PreparedCall};
 use dsh_protocol::{codes, EpochHeader, LlmCallConfig, ToolSchema};
-use dsh_session::{
-    canonical_header, header_equals, EventData, HeaderReason, RequestContext, RequestHeader,
-};
+use dsh_session::{header_equals, EventData, HeaderReason, RequestContext, RequestHeader};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -96,12 +94,16 @@ impl ReactLoopAgent {
             Err(error) if error.code() == codes::NO_ADAPTER => None,
             Err(error) => return Err(fail(error)),
         };
-        let header = canonical_header(&EpochHeader {
+        // Built in canonical form (empty parts absent), so nothing is copied twice.
+        let header = EpochHeader {
             config: prepared.as_ref().map_or(config, |p| p.config().clone()),
-            adapter_defaults: prepared.as_ref().map(PreparedCall::adapter_defaults),
-            system: Some(system.to_owned()),
-            tools: Some(tools.to_vec()),
-        });
+            adapter_defaults: prepared
+                .as_ref()
+                .map(PreparedCall::adapter_defaults)
+                .filter(|d| !d.is_empty()),
+            system: (!system.is_empty()).then(|| system.to_owned()),
+            tools: (!tools.is_empty()).then(|| tools.to_vec()),
+        };
         self.log_header(&header)?;
         let context = RequestContext {
             provider: header.config.provider.clone(),

@@ -118,8 +118,9 @@ impl ReactLoopAgent {
             let message = Arc::new(Message::assistant(
                 assembled.blocks,
                 MessageSource::Model {
-                    provider: attempt.provider.clone(),
-                    model: attempt.model.clone(),
+                    // The attempt is disarmed; nothing reads its route any more.
+                    provider: std::mem::take(&mut attempt.provider),
+                    model: std::mem::take(&mut attempt.model),
                     replay_state: assembled.replay_state,
                 },
             ));
@@ -174,10 +175,13 @@ impl ReactLoopAgent {
             let event = self.append(EventData::AssistantChunk(AssistantChunk {
                 turn: attempt.turn,
                 step: attempt.step,
-                chunk: chunk.clone(),
+                chunk,
             }))?;
             attempt.chunk_seqs.push(event.seq);
-            attempt.assembler.push(&chunk);
+            // Assembled from the logged copy: the chunk is moved into the log, not cloned.
+            if let EventData::AssistantChunk(logged) = &event.data {
+                attempt.assembler.push(&logged.chunk);
+            }
         }
         signal.check()?;
         Ok(())

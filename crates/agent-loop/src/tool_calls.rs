@@ -83,10 +83,6 @@ impl Scheduler<'_> {
         .agent(handle)
     }
 
-    fn mode(&self, planned: &PlannedCall) -> ExecutionMode {
-        self.tools.execution_mode(&self.call(planned))
-    }
-
     fn log_call(&self, planned: &PlannedCall) -> Result<u64, Interrupt> {
         let event = self.agent.append(EventData::ToolCall(ToolCallEvent {
             turn: self.turn,
@@ -143,11 +139,15 @@ impl Scheduler<'_> {
         Ok(())
     }
 
+    /// Runs `group` from its first call, `first` being that call already built (its mode
+    /// decided the group).
     async fn run_group(
         &self,
         group: &[PlannedCall],
         mode: ExecutionMode,
+        first: ToolCall,
     ) -> Result<GroupOutcome, Interrupt> {
+        let mut first = Some(first);
         let cap = self.agent.services.max_parallel();
         let mut pool: FuturesUnordered<Dispatch> = FuturesUnordered::new();
         let mut settled: BTreeMap<usize, Dispatched> = BTreeMap::new();
@@ -166,7 +166,9 @@ impl Scheduler<'_> {
                     break;
                 }
                 let planned = &group[started];
-                if started > 0 && self.mode(planned) != ExecutionMode::Parallel {
+                // Each call is built once: its mode is read from the call it dispatches.
+                let call = first.take().unwrap_or_else(|| self.call(planned));
+                if started > 0 && self.tools.execution_mode(&call) != ExecutionMode::Parallel {
                     filling = false; // becomes the next group's barrier
                     break;
                 }
@@ -177,7 +179,7 @@ impl Scheduler<'_> {
                         break;
                     }
                 }
-                match self.tools.prepare(self.call(planned)).await {
+                match self.tools.prepare(call).await {
                     Prepared::Done(done) => {
                         settled.insert(started, done);
                     }
@@ -265,12 +267,13 @@ impl ReactLoopAgent {
                 scheduler.skip(&calls[next..])?;
                 break;
             }
-            let mode = scheduler.mode(&calls[next]);
+            let first = scheduler.call(&calls[next]);
+            let mode = scheduler.tools.execution_mode(&first);
             let end = match mode {
                 ExecutionMode::Parallel => calls.len(),
                 ExecutionMode::Exclusive => next + 1,
             };
-            let outcome = scheduler.run_group(&calls[next..end], mode).await?;
+            let outcome = scheduler.run_group(&calls[next..end], mode, first).await?;
             next += outcome.consumed;
             concluded |= outcome.concluded;
             if outcome.aborted {
