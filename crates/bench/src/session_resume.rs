@@ -132,6 +132,6 @@ fn case(label: &str, compression: Compression) -> anyhow::Result<()> {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    case("zstd + packed rows", Compression::Zstd)?;
-    case("plain JSONL + packed rows", Compression::None)
+    case("zstd, packed", Compression::Zstd)?;
+    case("JSONL, packed", Compression::None)
 }
