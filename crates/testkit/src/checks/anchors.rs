@@ -114,10 +114,16 @@ pub(super) fn check<E: Borrow<SessionEvent>>(events: &[E]) -> Vec<Violation> {
                 let State::Succeeded(finish) = attempt.state else {
                     continue;
                 };
-                // An abort or failure after the finish legitimately drops the message.
+                // An abort or failure after the finish legitimately drops the message, and so
+                // does a crash before the message was stored: crash repair (the only source
+                // of `interrupted`) closes the step without it.
                 let excused = matches!(
                     outcomes.get(&s.turn),
-                    None | Some(TurnEndReason::Aborted { .. } | TurnEndReason::Error { .. })
+                    None | Some(
+                        TurnEndReason::Aborted { .. }
+                            | TurnEndReason::Error { .. }
+                            | TurnEndReason::Interrupted
+                    )
                 );
                 if !excused {
                     found.push(Violation::at(

@@ -1,7 +1,7 @@
 //! The log checkers accept correct logs and catch every kind of broken one.
 
 use dsh_protocol::{codes, ContentBlock, LlmFailure};
-use dsh_session::{TurnEndCancelCause, TurnEndReason};
+use dsh_session::{interrupted_turn_closers, SessionEvent, TurnEndCancelCause, TurnEndReason};
 use dsh_testkit::checks::{
     check_all, check_anchors, check_enclosure, check_seqs, check_tool_pairing, Checks, Invariant,
     Violation,
@@ -363,6 +363,27 @@ fn messages_cite_exactly_their_own_attempt() {
             reason: TurnEndCancelCause::User,
         },
     );
+    assert_eq!(check_all(&log.events), Ok(()));
+    // ...and when the process died between the finish and the message: crash repair closes
+    // the step and the turn `interrupted`, and the response is simply not in the history.
+    let mut log = Log::new();
+    log.turn_start(1).step_start(1, 1);
+    log.chunks(1, 1, tool_call_response(&[("a", "read", "{}")]));
+    let stored: Vec<std::sync::Arc<SessionEvent>> = log
+        .events
+        .iter()
+        .cloned()
+        .map(std::sync::Arc::new)
+        .collect();
+    let closers = interrupted_turn_closers(&stored);
+    assert_eq!(
+        closers
+            .iter()
+            .map(SessionEvent::type_name)
+            .collect::<Vec<_>>(),
+        ["step/end", "turn/end"]
+    );
+    log.events.extend(closers);
     assert_eq!(check_all(&log.events), Ok(()));
 
     // A stream that produced nothing is cited as [].
