@@ -167,6 +167,13 @@ impl CrashCheck<'_> {
 
         // 4. Repair closes exactly the open turn, and the result passes every checker.
         let closers = interrupted_turn_closers(&before);
+        if let Some(last) = closers.last() {
+            assert_eq!(
+                (last.type_name(), last.data.to_value()["reason"].clone()),
+                ("turn/end", serde_json::json!({"kind": "interrupted"})),
+                "{context}: repair must end the open turn `interrupted`"
+            );
+        }
         let inspection = store.inspect(&session).unwrap();
         assert_eq!(inspection.pending_closers, closers, "{context}");
         assert_eq!(inspection.torn_tail.is_some(), torn, "{context}");

@@ -350,7 +350,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
     let (printed, requests) = killed_run(&sandbox, &server, &args, kill_point).await;
     let first_route = route(&sandbox, &server);
     server.shutdown().await;
-    context += &format!(" ({} requests served)", requests.len());
+    context += &format!(" (requests served: {})", describe(&requests));
     let logs = find_logs(&sandbox.sessions_root());
     assert!(
         logs.len() <= 1,
@@ -400,6 +400,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
         let (printed, requests) = killed_run(&sandbox, &server, &args, point).await;
         let resume_route = route(&sandbox, &server);
         server.shutdown().await;
+        context += &format!(" (requests served: {})", describe(&requests));
         if let Some(printed) = printed.session_id() {
             assert_eq!(printed, id, "{context}: resumed another session");
         }
@@ -512,6 +513,18 @@ fn assert_resumed(
         "{context}: the resumed request differs from its log reconstruction"
     );
     printed.assert_agrees_with(&events);
+}
+
+/// Each request as `path: messages sent -> how it was served`, for failure messages.
+fn describe(requests: &[RecordedRequest]) -> String {
+    let each: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            let sent = r.body["messages"].as_array().map_or(0, Vec::len);
+            format!("{} {}: {sent} messages -> {:?}", r.method, r.path, r.served)
+        })
+        .collect();
+    format!("[{}]", each.join(", "))
 }
 
 /// The session id a log's directory names (ids in these tests need no escaping).
