@@ -498,7 +498,8 @@ fn assert_resumed(
             _ => None,
         })
     };
-    let expected_turn = last_turn(repaired).map_or(0, |turn| turn + 1);
+    // Turns count from 1.
+    let expected_turn = last_turn(repaired).map_or(1, |turn| turn + 1);
     assert_eq!(last_turn(&events), Some(expected_turn), "{context}");
     let requests = server.requests();
     assert_eq!(requests.len(), 1, "{context}");
