@@ -103,9 +103,13 @@ async fn drive(
     };
     let id = resume.clone().unwrap_or_else(Runtime::new_session_id);
     output.session(id.as_str(), resume.is_some());
+    let notice = Arc::new(SandboxNotice::new(runtime, output.clone(), !args.json));
     let printer = output.clone();
-    let subscription = runtime.subscribe(id.clone(), move |event| printer.event(event))?;
-    let notice = (!args.json).then(|| spawn_sandbox_notice(runtime, output.clone()));
+    let probe = notice.clone();
+    let subscription = runtime.subscribe(id.clone(), move |event| {
+        printer.event(event);
+        probe.on_event(event);
+    })?;
     let handle = match resume {
         Some(id) => runtime.resume_agent(id, start).await,
         None => {
@@ -134,9 +138,7 @@ async fn drive(
     // Ordered teardown; the loop flushes the session before disposal completes.
     handle.dispose().await;
     subscription.dispose();
-    if let Some(Some(thread)) = notice {
-        let _ = thread.join();
-    }
+    notice.join();
     let cap = cap_hit
         .load(Ordering::SeqCst)
         .then_some(args.max_turns)
@@ -167,19 +169,56 @@ async fn wait_for_turn(handle: &AgentHandle, interrupts: &mut Signal) {
     }
 }
 
-/// Probes the sandbox off the hot path and says once, on stderr, what it cannot enforce.
-fn spawn_sandbox_notice(
-    runtime: &Runtime,
+/// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is
+/// probed (which forks a shell) only when the model first runs a command, and off the
+/// appending thread, so turns without commands never pay for it.
+struct SandboxNotice {
+    mode: Option<dsh_tools_builtin::SandboxMode>,
     output: Arc<RunOutput>,
-) -> Option<std::thread::JoinHandle<()>> {
-    let mode = runtime.settings().sandbox.mode.value;
-    if mode == crate::config::SandboxMode::DangerFullAccess {
-        return None;
-    }
-    let mode = crate::app::tool_sandbox_mode(mode);
-    Some(std::thread::spawn(move || {
-        if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
-            output.note(&format!("dsh: {}", notice.message));
+    probe: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    started: AtomicBool,
+}
+
+impl SandboxNotice {
+    fn new(runtime: &Runtime, output: Arc<RunOutput>, enabled: bool) -> Self {
+        let mode = runtime.settings().sandbox.mode.value;
+        let confined = mode != crate::config::SandboxMode::DangerFullAccess;
+        Self {
+            mode: (enabled && confined).then(|| crate::app::tool_sandbox_mode(mode)),
+            output,
+            probe: std::sync::Mutex::new(None),
+            started: AtomicBool::new(false),
         }
-    }))
+    }
+
+    fn on_event(&self, event: &dsh_session::SessionEvent) {
+        let Some(mode) = self.mode else { return };
+        let is_command =
+            matches!(&event.data, dsh_session::EventData::ToolCall(call) if call.name == "bash");
+        if !is_command || self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let output = self.output.clone();
+        let thread = std::thread::spawn(move || {
+            if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
+                output.note(&format!("dsh: {}", notice.message));
+            }
+        });
+        *self
+            .probe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(thread);
+    }
+
+    /// Waits for the probe, so its notice is printed before the final line.
+    fn join(&self) {
+        let thread = self
+            .probe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
 }
