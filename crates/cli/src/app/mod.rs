@@ -342,3 +342,6 @@ fn create_temp_root() -> Result<PathBuf, AppError> {
         })?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests;

@@ -254,3 +254,154 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::exit;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buffer {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn event(seq: u64, type_name: &str, data: Value) -> SessionEvent {
+        SessionEvent::from_value(&json!({"type": type_name, "seq": seq, "time": 1, "data": data}))
+            .unwrap()
+    }
+
+    fn chunk(seq: u64, chunk: Value) -> SessionEvent {
+        event(
+            seq,
+            "assistant/chunk",
+            json!({"turn": 1, "step": 1, "chunk": chunk}),
+        )
+    }
+
+    fn turn() -> Vec<SessionEvent> {
+        vec![
+            event(0, "turn/start", json!({"turn": 1})),
+            chunk(
+                1,
+                json!({"type": "text-delta", "index": 0, "text": "Let me "}),
+            ),
+            chunk(
+                2,
+                json!({"type": "text-delta", "index": 0, "text": "check."}),
+            ),
+            event(
+                3,
+                "tool/call",
+                json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
+                       "arguments": "{\"command\":\"ls -la\"}"}),
+            ),
+            event(
+                4,
+                "llm/retry",
+                json!({"retryId": "r1", "turn": 1, "step": 2, "provider": "p", "mode": "normal",
+                       "policyKey": "k", "retry": 1, "maxRetries": 3, "delayMs": 1500,
+                       "failure": {"message": "busy\nmore", "code": "RATE_LIMITED", "status": 429}}),
+            ),
+            chunk(
+                5,
+                json!({"type": "text-delta", "index": 0, "text": "Done.\n"}),
+            ),
+            event(
+                6,
+                "turn/end",
+                json!({"turn": 1, "reason": {"kind": "completed"}}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn human_mode_streams_text_to_stdout_and_progress_to_stderr() {
+        let (out, err) = (Buffer::default(), Buffer::default());
+        let output = RunOutput::new(false, Box::new(out.clone()), Box::new(err.clone()));
+        output.session("session-1", false);
+        for event in turn() {
+            output.event(&event);
+        }
+        output.finish("session-1", None);
+        assert_eq!(out.text(), "Let me check.\nDone.\n");
+        assert_eq!(
+            err.text(),
+            "→ bash ls -la\n\
+             retrying the model request (1/3) in 1.5s after RATE_LIMITED: busy\n\
+             session: session-1\n"
+        );
+        assert_eq!(exit_status(output.outcome().as_ref()), exit::SUCCESS);
+    }
+
+    #[test]
+    fn json_mode_prints_envelopes_between_session_and_result_lines() {
+        let (out, err) = (Buffer::default(), Buffer::default());
+        let output = RunOutput::new(true, Box::new(out.clone()), Box::new(err.clone()));
+        output.session("session-1", true);
+        let events = turn();
+        for event in &events {
+            output.event(event);
+        }
+        output.finish("session-1", None);
+        let lines: Vec<Value> = out
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), events.len() + 2);
+        assert_eq!(
+            lines[0],
+            json!({"type": "session", "id": "session-1", "version": 0, "resumed": true})
+        );
+        for (line, event) in lines[1..].iter().zip(&events) {
+            assert_eq!(line, &serde_json::to_value(event).unwrap());
+        }
+        assert_eq!(
+            lines.last().unwrap(),
+            &json!({"type": "result", "session": "session-1", "outcome": {"kind": "completed"},
+                    "usage": {"inputTokens": 0, "outputTokens": 0}})
+        );
+        assert_eq!(err.text(), "");
+    }
+
+    #[test]
+    fn exit_statuses_follow_the_turn_end() {
+        let reason = |value: Value| serde_json::from_value::<TurnEndReason>(value).unwrap();
+        let cases = [
+            (json!({"kind": "completed"}), exit::SUCCESS),
+            (
+                json!({"kind": "aborted", "reason": {"kind": "user"}}),
+                exit::INTERRUPTED,
+            ),
+            (
+                json!({"kind": "aborted", "reason": {"kind": "disposed"}}),
+                exit::FAILURE,
+            ),
+            (json!({"kind": "blocked"}), exit::FAILURE),
+            (json!({"kind": "max-tokens"}), exit::FAILURE),
+            (
+                json!({"kind": "error", "error": {"message": "no", "code": "X"}}),
+                exit::FAILURE,
+            ),
+        ];
+        for (value, status) in cases {
+            assert_eq!(exit_status(Some(&reason(value.clone()))), status, "{value}");
+        }
+        assert_eq!(exit_status(None), exit::FAILURE);
+    }
+}

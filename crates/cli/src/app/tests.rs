@@ -1,0 +1,254 @@
+//! Boot: derived row configs, credential checks, and a whole composition mounted in-process.
+
+use super::*;
+use crate::config::{load, Overrides, SETTINGS_FILE};
+use dsh_kernel::Plugin;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+struct Home {
+    dir: tempfile::TempDir,
+    env: BTreeMap<String, String>,
+}
+
+fn home(settings: Option<&str>, vars: &[(&str, &str)]) -> Home {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(text) = settings {
+        std::fs::write(dir.path().join(SETTINGS_FILE), text).unwrap();
+    }
+    let mut env: BTreeMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    env.insert("DSH_HOME".into(), dir.path().display().to_string());
+    Home { dir, env }
+}
+
+fn settings_of(home: &Home, flags: &Overrides) -> Settings {
+    load(&home.env, flags).unwrap()
+}
+
+fn row<'a>(composition: &'a dsh_kernel::Composition, id: &str) -> &'a serde_json::Value {
+    &composition.rows.iter().find(|r| r.id == id).unwrap().config
+}
+
+#[test]
+fn routes_carry_the_effective_base_url_and_key_rules() {
+    let home = home(
+        Some(
+            "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"LOCAL_KEY\"\n\
+             models = [{ id = \"coder\", context_window = 8192, input = [\"text\", \"image\"] }]\n",
+        ),
+        &[("DEEPSEEK_BASE_URL", "http://127.0.0.1:7")],
+    );
+    let flags = Overrides {
+        base_url: Some("http://127.0.0.1:8/v1".into()),
+        provider: Some("openai-compatible".into()),
+        ..Overrides::default()
+    };
+    let config = serde_json::to_value(openai_config(&settings_of(&home, &flags))).unwrap();
+    let summary: Vec<_> = config["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            json!([
+                r["route"],
+                r["baseUrl"],
+                r["apiKeyEnv"],
+                r["apiKeyRequired"],
+                r.get("baseUrlEnv")
+            ])
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            json!([
+                "deepseek-official",
+                "http://127.0.0.1:7",
+                "DEEPSEEK_API_KEY",
+                true,
+                null
+            ]),
+            json!([
+                "openai-compatible",
+                "http://127.0.0.1:8/v1",
+                "OPENAI_API_KEY",
+                false,
+                null
+            ]),
+            json!(["local", "http://127.0.0.1:9/v1", "LOCAL_KEY", true, null]),
+        ]
+    );
+    assert_eq!(
+        config["routes"][2]["catalog"]["models"],
+        json!([{"id": "coder", "contextWindow": 8192, "input": ["text", "image"]}])
+    );
+    assert_eq!(
+        config["routes"][0]["compat"],
+        json!({"maxTokensField": "max_tokens", "sendThinking": true, "reasoningReplay": "always"})
+    );
+}
+
+#[test]
+fn a_missing_key_names_its_variable_and_a_way_out() {
+    let deepseek = home(None, &[]);
+    let error = check_credentials(&settings_of(&deepseek, &Overrides::default())).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "DEEPSEEK_API_KEY is not set: export it, or use --base-url with --provider \
+         openai-compatible for a local server"
+    );
+    assert_eq!(error.code(), "MISSING_CREDENTIAL");
+    assert!(error.is_usage());
+
+    let local = Overrides {
+        provider: Some("openai-compatible".into()),
+        ..Overrides::default()
+    };
+    assert!(check_credentials(&settings_of(&deepseek, &local)).is_ok());
+
+    let custom = home(
+        Some("[model]\nprovider = \"lab\"\n[providers.lab]\nbase_url = \"https://lab.example/v1\"\napi_key_env = \"LAB_KEY\"\n"),
+        &[],
+    );
+    let error = check_credentials(&settings_of(&custom, &Overrides::default())).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "LAB_KEY is not set: export it (provider route `lab` reads its API key from it)"
+    );
+    let with_key = home(None, &[("DEEPSEEK_API_KEY", "k")]);
+    assert!(check_credentials(&settings_of(&with_key, &Overrides::default())).is_ok());
+}
+
+#[test]
+fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
+    let settings = "[tools.bash]\nenabled = false\n[tools.web_fetch]\nenabled = true\n\
+                    [approval]\npolicy = \"auto\"\nrules = [{ action = \"allow\", tool = \"bash\", command_prefix = \"cargo test\" }, { action = \"deny\", tool = \"write\", path = \"secrets/**\" }]\n\
+                    [[plugins]]\nid = \"session-persistence-jsonl\"\nconfig = { root = \"/elsewhere\", compression = \"none\" }\n";
+    let patched = home(Some(settings), &[]);
+    let settings = settings_of(&patched, &Overrides::default());
+    let composition = boot_composition(&settings);
+    assert_eq!(
+        row(&composition, "tools-builtin"),
+        &json!({
+            "enabled": {"bash": false, "read": true, "write": true, "edit": true, "glob": true,
+                        "grep": true, "todo_write": true, "web_fetch": true},
+            "web_fetch": {"enabled": true, "allow_private_addresses": false},
+        })
+    );
+    assert_eq!(
+        row(&composition, "approval"),
+        &json!({"policy": "auto", "rules": [
+            {"action": "allow", "tool": "bash", "command_prefix": "cargo test"},
+            {"action": "deny", "tool": "write", "path": "secrets/**"},
+        ]})
+    );
+    assert_eq!(
+        row(&composition, "session-persistence-jsonl"),
+        &json!({"root": "/elsewhere", "compression": "none"})
+    );
+    // Each derived config is one its plugin accepts.
+    let tools: dsh_tools_builtin::BuiltinToolsConfig =
+        serde_json::from_value(row(&composition, "tools-builtin").clone()).unwrap();
+    assert_eq!(tools.tool_names().unwrap().len(), 7);
+    let approval: dsh_tools_builtin::ApprovalSettings =
+        serde_json::from_value(row(&composition, "approval").clone()).unwrap();
+    assert_eq!(approval.rules.len(), 2);
+    assert_eq!(
+        persistence_config(&settings).unwrap().root,
+        std::path::PathBuf::from("/elsewhere")
+    );
+
+    let plain = home(None, &[]);
+    let plain_settings = settings_of(&plain, &Overrides::default());
+    assert_eq!(
+        row(
+            &boot_composition(&plain_settings),
+            "session-persistence-jsonl"
+        ),
+        &json!({"root": plain.dir.path().join("sessions")})
+    );
+}
+
+#[tokio::test]
+async fn boot_mounts_every_row_and_creates_an_agent_with_session_tools() {
+    let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let settings = settings_of(&home, &Overrides::default());
+    let workspace = tempfile::tempdir().unwrap();
+    let runtime = Runtime::boot(
+        settings,
+        BootOptions {
+            cwd: workspace.path().to_path_buf(),
+            env: home.env.clone(),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        runtime.workspace(),
+        workspace.path().canonicalize().unwrap()
+    );
+    assert!(runtime.approvals().is_some());
+    assert!(runtime.persistence().is_some());
+    let handle = runtime.create_agent(AgentStart::default()).await.unwrap();
+    let agent = handle.agent().clone();
+    assert!(agent.id().as_str().starts_with("session-"));
+    // The agent's scope sees every default built-in tool, bound to its session.
+    let tools = runtime.ctx().get::<dsh_tools::ToolRuntime>().unwrap();
+    let names = tools.names(Some(agent.scope_key()));
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "read",
+            "write",
+            "edit",
+            "glob",
+            "grep",
+            "todo_write"
+        ]
+    );
+    // A new session starts with its safety records.
+    let types: Vec<String> = agent
+        .session()
+        .events()
+        .iter()
+        .map(|e| e.type_name().to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        ["permission/preset", "sandbox/mode", "approval/policy"]
+    );
+    handle.dispose().await;
+    runtime.shutdown();
+}
+
+#[tokio::test]
+async fn boot_refuses_a_disabled_agent_loop_and_an_unusable_workspace() {
+    let home = home(
+        Some("[[plugins]]\nid = \"agent-loop\"\ndisabled = true\n"),
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    );
+    let settings = settings_of(&home, &Overrides::default());
+    let workspace = tempfile::tempdir().unwrap();
+    let options = BootOptions {
+        cwd: workspace.path().to_path_buf(),
+        env: home.env.clone(),
+    };
+    let error = Runtime::boot(settings.clone(), options).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the composition provides no agent loop; is the `agent-loop` row disabled in settings.toml?"
+    );
+    let missing = BootOptions {
+        cwd: workspace.path().join("nope"),
+        env: home.env.clone(),
+    };
+    let error = Runtime::boot(settings, missing).unwrap_err();
+    assert_eq!(error.code(), "WORKSPACE_UNAVAILABLE");
+    assert_eq!(
+        dsh_agent_loop::AgentLoopPlugin::NAME,
+        crate::config::AGENT_LOOP_ROW
+    );
+}
