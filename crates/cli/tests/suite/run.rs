@@ -411,3 +411,79 @@ async fn workspace_instructions_reach_a_new_session_once() {
     assert!(body.contains("Always answer in haiku."), "{body}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_resumed_session_keeps_its_safety_unless_this_run_chooses_another() {
+    let server = serve(
+        Script::new()
+            .respond(Reply::text("one"))
+            .respond(Reply::text("two"))
+            .respond(Reply::text("three")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let workspace = sandbox.workspace();
+    let mut command = sandbox.command(&[
+        "run",
+        "--cwd",
+        workspace.to_str().unwrap(),
+        "--sandbox",
+        "read-only",
+        "one",
+    ]);
+    command.current_dir(elsewhere.path());
+    let first = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = session_of(&first);
+    let safety = |events: &[std::sync::Arc<SessionEvent>]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| {
+                ["permission/preset", "sandbox/mode", "approval/policy"].contains(&e.type_name())
+            })
+            .map(|e| json!([e.type_name(), e.data.to_value()]))
+            .collect()
+    };
+    let started = vec![
+        json!(["permission/preset", {"preset": "read-only"}]),
+        json!(["sandbox/mode", {"mode": "read-only"}]),
+        json!(["approval/policy", {"policy": "ask"}]),
+    ];
+    assert_eq!(safety(&sandbox.events(&id)), started);
+    assert_eq!(
+        sandbox
+            .store()
+            .load(&dsh_protocol::SessionId::new(id.clone()))
+            .unwrap()
+            .header
+            .cwd,
+        Some(workspace.to_string_lossy().into_owned())
+    );
+
+    // No flags: the recorded mode and policy stay, nothing new is logged.
+    let second = sandbox.dsh(&["run", "--continue", "two"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert_eq!(safety(&sandbox.events(&id)), started);
+
+    // Flags of this run win, and the change is logged.
+    let third = sandbox
+        .dsh(&[
+            "run",
+            "--continue",
+            "--sandbox",
+            "workspace-write",
+            "--approval",
+            "never",
+            "three",
+        ])
+        .await;
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
+    let mut changed = started.clone();
+    changed.push(json!(["sandbox/mode", {"mode": "workspace-write"}]));
+    changed.push(json!(["approval/policy", {"policy": "never"}]));
+    assert_eq!(safety(&sandbox.events(&id)), changed);
+    server.shutdown().await;
+}
