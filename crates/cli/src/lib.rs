@@ -9,7 +9,10 @@
 //! - [`tui`]: the transcript view-model folded from session events, and pure rendering of
 //!   it (plus status line, input box and approval prompt) into a ratatui buffer;
 //!   [`tui::interactive`] is the interactive UI that bare `dsh` opens on a terminal.
-//! - [`commands`]: the clap command tree; `main.rs` only calls [`commands::main`].
+//! - [`app`]: boot — from settings to a mounted plugin composition ([`app::Runtime`]) that
+//!   creates and resumes agents and streams their session events to a surface.
+//! - [`commands`]: the clap command tree (`run`, `sessions`, `config`); `main.rs` only calls
+//!   [`commands::main`].
 
 pub mod app;
 pub mod commands;
