@@ -99,10 +99,13 @@ struct Tally {
     resume_killed: u64,
     /// ... after it had stored something of its own.
     resume_killed_after_storing: u64,
+    /// Staging files a kill left in the sessions root (harmless: never read, never listed).
+    stray_temp_files: u64,
 }
 
 impl Tally {
     fn add(&mut self, outcome: &Outcome) {
+        self.stray_temp_files += outcome.stray_temp_files;
         let Some(first) = &outcome.first else {
             self.nothing_stored += 1;
             return;
@@ -128,6 +131,7 @@ struct Outcome {
     first: Option<Crashed>,
     second: Option<Crashed>,
     prepared: bool,
+    stray_temp_files: u64,
 }
 
 /// How the next run names the session to resume.
@@ -367,6 +371,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
             first: None,
             second: None,
             prepared: false,
+            stray_temp_files: stray_temp_files(&sandbox.sessions_root()),
         };
     };
     let id = session_dir_id(log);
@@ -441,6 +446,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
         first: Some(first),
         second,
         prepared: prepare,
+        stray_temp_files: stray_temp_files(&sandbox.sessions_root()),
     }
 }
 
@@ -526,6 +532,23 @@ fn describe(requests: &[RecordedRequest]) -> String {
         })
         .collect();
     format!("[{}]", each.join(", "))
+}
+
+/// Files under `dir` whose names end in `.tmp`.
+fn stray_temp_files(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .map(|entry| entry.unwrap().path())
+        .map(|path| {
+            if path.is_dir() {
+                stray_temp_files(&path)
+            } else {
+                u64::from(path.to_string_lossy().ends_with(".tmp"))
+            }
+        })
+        .sum()
 }
 
 /// The session id a log's directory names (ids in these tests need no escaping).
