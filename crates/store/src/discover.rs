@@ -6,17 +6,31 @@
 //! from `/`), and one lookup tells both that it is a file and its size and mtime.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
 use crate::index::LogStamp;
 use crate::paths::StoreLayout;
 
-/// Every log file under the root in the root's encoding: `(relative path, path, stamp)`.
-/// Unreadable directories and entries are skipped: a listing shows what it can.
-pub(crate) fn discover_logs(
-    layout: &StoreLayout,
-) -> Result<Vec<(String, PathBuf, LogStamp)>, StoreError> {
+/// One log found under a store root.
+pub(crate) struct FoundLog {
+    /// `<project>/<session>/<file>`, `/`-separated: the listing index's key.
+    pub rel: String,
+    pub stamp: LogStamp,
+    /// The path, kept only when the names are not UTF-8 (and `rel` is lossy); otherwise
+    /// it is the root joined with `rel`, built only for the few logs that are read.
+    exact: Option<PathBuf>,
+}
+
+impl FoundLog {
+    pub(crate) fn path(&self, root: &Path) -> PathBuf {
+        self.exact.clone().unwrap_or_else(|| root.join(&self.rel))
+    }
+}
+
+/// Every log file under the root in the root's encoding. Unreadable directories and
+/// entries are skipped: a listing shows what it can.
+pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<FoundLog>, StoreError> {
     let root = layout.root();
     let file_name = layout.compression().file_name();
     let projects = match fs::read_dir(root) {
@@ -40,13 +54,16 @@ pub(crate) fn discover_logs(
             let Some(stamp) = lookup.log_stamp(&session_name, file_name) else {
                 continue;
             };
-            let log = project_path.join(&session_name).join(file_name);
+            let exact = match (project.file_name().to_str(), session_name.to_str()) {
+                (Some(_), Some(_)) => None,
+                _ => Some(project_path.join(&session_name).join(file_name)),
+            };
             let session_name = session_name.to_string_lossy();
-            logs.push((
-                format!("{project_name}/{session_name}/{file_name}"),
-                log,
+            logs.push(FoundLog {
+                rel: format!("{project_name}/{session_name}/{file_name}"),
                 stamp,
-            ));
+                exact,
+            });
         }
     }
     Ok(logs)

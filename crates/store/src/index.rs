@@ -371,13 +371,14 @@ impl SessionIndex {
         let mut guard = self.lock();
         let entries = self.loaded(&mut guard);
         let mut changed = false;
-        for (rel, path, stamp) in &logs {
-            let stamp = *stamp;
+        for log in &logs {
+            let (rel, stamp) = (&log.rel, log.stamp);
             let fresh = entries
                 .get(rel.as_str())
                 .is_some_and(|e| e.summary.size == stamp.size && e.mtime_ns == stamp.mtime_ns);
             if !fresh {
-                let summary = summarize_log(path, self.layout.compression(), stamp);
+                let path = log.path(self.layout.root());
+                let summary = summarize_log(&path, self.layout.compression(), stamp);
                 entries.insert(
                     rel.clone(),
                     IndexEntry {
@@ -392,7 +393,7 @@ impl SessionIndex {
         // Every log found has an entry now, so only a surplus means entries of logs that
         // are gone.
         if entries.len() > found {
-            let seen: HashSet<&str> = logs.iter().map(|(rel, _, _)| rel.as_str()).collect();
+            let seen: HashSet<&str> = logs.iter().map(|log| log.rel.as_str()).collect();
             entries.retain(|rel, _| seen.contains(rel.as_str()));
             changed = true;
         }
@@ -585,7 +586,8 @@ mod tests {
                 else {
                     continue;
                 };
-                for (_, path, stamp) in logs {
+                for log in logs {
+                    let (path, stamp) = (log.path(&sessions), log.stamp);
                     assert!(matches!(
                         crate::typed_log::read_typed(&path, compression, None),
                         Ok((_, None))
