@@ -54,7 +54,7 @@ pub fn fast_policy(max_retries: u32) -> ResolvedRetryPolicy {
 /// The policy key of `fast_policy(max)`.
 pub fn fast_key(max: u32) -> String {
     format!(
-        "[\"normal\",{max},[\"EMPTY_RESPONSE\",\"RATE_LIMIT\",\"SERVER\",\"TIMEOUT\",\"TRANSPORT\"],5,2000,0.0]"
+        "[\"normal\",{max},[\"EMPTY_RESPONSE\",\"RATE_LIMIT\",\"SERVER\",\"TIMEOUT\",\"TRANSPORT\"],5,2000,0]"
     )
 }
 
