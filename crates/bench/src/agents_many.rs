@@ -14,6 +14,7 @@
 //! `/proc/self/clear_refs`) just before the agents are created.
 
 use crate::core_stack::{agent_options, check_last_turn, err, reply, Core, Persistence};
+use crate::counting;
 use dsh_agent::{AgentHandle, CreateAgentOptions};
 use dsh_llm::{ChunkStream, LlmAdapter, LlmError, LlmRequest, ModelInfo};
 use dsh_protocol::{LlmCallConfig, Message, Role, SessionId, StreamChunk};
@@ -100,6 +101,10 @@ async fn turn(handle: &AgentHandle) -> anyhow::Result<()> {
 
 struct Figures {
     before_kib: u64,
+    /// Heap bytes allocated and not freed, from the counting allocator.
+    heap_before: i64,
+    heap_idle: i64,
+    heap_disposed: i64,
     idle_kib: u64,
     peak_kib: Option<u64>,
     disposed_kib: u64,
@@ -117,6 +122,7 @@ async fn measure() -> anyhow::Result<Figures> {
     turn(&warm).await?;
     warm.dispose().await;
 
+    let heap_before = counting::live_bytes();
     let before_kib = status_kib("VmRSS:")?;
     // Resets VmHWM to the current RSS so the peak is this run's (Linux ≥ 4.0).
     let peak_reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
@@ -146,6 +152,7 @@ async fn measure() -> anyhow::Result<Figures> {
     anyhow::ensure!(handles.len() == AGENTS, "not every agent was created");
 
     let idle_kib = status_kib("VmRSS:")?;
+    let heap_idle = counting::live_bytes();
     let peak_kib = if peak_reset {
         Some(status_kib("VmHWM:")?)
     } else {
@@ -156,8 +163,12 @@ async fn measure() -> anyhow::Result<Figures> {
     }
     drop(handles);
     let disposed_kib = status_kib("VmRSS:")?;
+    let heap_disposed = counting::live_bytes();
     Ok(Figures {
         before_kib,
+        heap_before,
+        heap_idle,
+        heap_disposed,
         idle_kib,
         peak_kib,
         disposed_kib,
@@ -167,6 +178,7 @@ async fn measure() -> anyhow::Result<Figures> {
 }
 
 pub fn run() -> anyhow::Result<()> {
+    counting::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -182,6 +194,9 @@ pub fn run() -> anyhow::Result<()> {
         "method: multi-threaded runtime ({} workers); {AGENTS} agents × {STEPS}-step turn, all at once",
         runtime.metrics().num_workers()
     );
+    if let Some(load) = crate::agent_step::load_average() {
+        println!("machine load average (1/5/15 min): {load}");
+    }
     println!(
         "{:<44} {:>10.1?} create + {:.1?} turns = {:.1?}",
         "wall time",
@@ -202,9 +217,17 @@ pub fn run() -> anyhow::Result<()> {
         ),
         None => println!("peak RSS: unavailable (could not reset VmHWM)"),
     }
+    let kib_per_agent = |bytes: i64| bytes as f64 / 1024.0 / AGENTS as f64;
     println!(
-        "{:<44} {:>8} KiB  (after disposing all agents)",
-        "RSS after dispose", figures.disposed_kib
+        "{:<44} {:>8.1} KiB  (bytes allocated and not freed, counting allocator)",
+        "live heap growth per idle agent",
+        kib_per_agent(figures.heap_idle - figures.heap_before)
+    );
+    println!(
+        "{:<44} {:>8} KiB  (live heap {:.1} KiB per agent above the start)",
+        "after disposing every agent: RSS",
+        figures.disposed_kib,
+        kib_per_agent(figures.heap_disposed - figures.heap_before)
     );
     println!("    command: cargo run --release -p dsh-bench -- agents-1000");
     Ok(())

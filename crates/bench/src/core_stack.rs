@@ -7,16 +7,21 @@
 use dsh_agent::{Agent, AgentOptions, AgentRegistry, AgentsConfig, AgentsPlugin};
 use dsh_agent_loop::{AgentLoopConfig, AgentLoopPlugin};
 use dsh_kernel::Context;
-use dsh_llm::{LlmAdapter, LlmPlugin, LlmPluginConfig, LlmRuntime, ResolvedRetryPolicy};
+use dsh_llm::{
+    ChunkStream, LlmAdapter, LlmError, LlmPlugin, LlmPluginConfig, LlmRequest, LlmRuntime,
+    ModelInfo, ResolvedRetryPolicy,
+};
 use dsh_prompt::{SystemPromptConfig, SystemPromptPlugin};
-use dsh_protocol::{FinishReason, StreamChunk};
+use dsh_protocol::{FinishReason, LlmCallConfig, StreamChunk};
 use dsh_session::{EventData, SessionsPlugin, TurnEndReason};
 use dsh_store::{CheckpointPolicyPlugin, JsonlPersistenceConfig, JsonlPersistencePlugin};
 use dsh_testkit::scripted::{text_response, Response};
 use dsh_tools::{Tool, ToolExecution, ToolFailure, ToolRuntime, ToolsConfig, ToolsPlugin};
 use futures_util::future::BoxFuture;
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The route the bench adapter serves.
 pub const PROVIDER: &str = "bench";
@@ -49,6 +54,48 @@ impl Tool for NoopTool {
         _exec: &'a ToolExecution,
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async { Ok(json!("ok")) })
+    }
+}
+
+/// An in-process model that plays prebuilt replies in call order and keeps nothing else.
+///
+/// Like the testkit's `ScriptedAdapter` with `Chunks` entries, minus its request recording:
+/// that keeps every request (and so every step's copy of the history) alive, which would
+/// bill the bench's bookkeeping to the core.
+#[derive(Default)]
+pub struct PrebuiltReplies {
+    replies: Mutex<VecDeque<Vec<StreamChunk>>>,
+}
+
+impl PrebuiltReplies {
+    pub fn push(&self, reply: Vec<StreamChunk>) {
+        self.lock().push_back(reply);
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Vec<StreamChunk>>> {
+        self.replies.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl LlmAdapter for PrebuiltReplies {
+    fn stream(&self, _request: Arc<LlmRequest>) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
+        let reply = self.lock().pop_front();
+        Box::pin(async move {
+            let chunks = reply
+                .ok_or_else(|| LlmError::new("BENCH_SCRIPT_EXHAUSTED", "no prebuilt reply left"))?;
+            Ok(stream::iter(chunks.into_iter().map(Ok)).boxed())
+        })
+    }
+
+    fn resolve_model<'a>(
+        &'a self,
+        _config: &'a LlmCallConfig,
+    ) -> BoxFuture<'a, Result<ModelInfo, LlmError>> {
+        Box::pin(async { Ok(ModelInfo::default()) })
     }
 }
 

@@ -8,6 +8,7 @@ mod adapter_ingest;
 mod agent_step;
 mod agents_many;
 mod core_stack;
+mod counting;
 mod derive_messages;
 mod session_append;
 mod session_list;
@@ -18,6 +19,10 @@ mod tool_loop;
 mod workload;
 
 use std::process::ExitCode;
+
+/// Counts allocations only while a bench asks for it (see `counting`).
+#[global_allocator]
+static ALLOCATOR: counting::CountingAlloc = counting::CountingAlloc;
 
 /// A named benchmark.
 struct Bench {
