@@ -27,22 +27,27 @@ pub fn project_request(
     same_adapter: impl Fn(&str) -> bool,
     accepts_images: bool,
 ) -> Arc<LlmRequest> {
-    let mut changed = false;
-    let messages: Vec<Arc<Message>> = request
-        .messages
-        .iter()
-        .map(|message| {
-            let projected = project_message(message, &same_adapter, accepts_images);
-            changed |= !Arc::ptr_eq(&projected, message);
-            projected
-        })
-        .collect();
-    if !changed {
+    // The common case changes nothing: find out without copying the message list, which
+    // grows with the history and would otherwise be copied on every request.
+    let needs_projection = |message: &Arc<Message>| {
+        strips_replay(message, &same_adapter)
+            || (!accepts_images && message.content.iter().any(has_image))
+    };
+    if !request.messages.iter().any(needs_projection) {
         return request;
     }
     let mut projected = (*request).clone();
-    projected.messages = messages;
+    projected.messages = request
+        .messages
+        .iter()
+        .map(|message| project_message(message, &same_adapter, accepts_images))
+        .collect();
     Arc::new(projected)
+}
+
+fn strips_replay(message: &Message, same_adapter: &impl Fn(&str) -> bool) -> bool {
+    matches!(&message.source,
+        MessageSource::Model { provider, replay_state: Some(_), .. } if !same_adapter(provider))
 }
 
 fn project_message(
@@ -50,8 +55,7 @@ fn project_message(
     same_adapter: &impl Fn(&str) -> bool,
     accepts_images: bool,
 ) -> Arc<Message> {
-    let strip = matches!(&message.source,
-        MessageSource::Model { provider, replay_state: Some(_), .. } if !same_adapter(provider));
+    let strip = strips_replay(message, same_adapter);
     let replace = !accepts_images && message.content.iter().any(has_image);
     if !strip && !replace {
         return Arc::clone(message);
