@@ -3,8 +3,10 @@
 //! Each tool is a unit struct implementing [`BuiltinTool`]: a model-facing name, description
 //! and JSON schema, typed arguments with the original parameter names, and an async body that
 //! takes the session's [`ToolEnv`] and a cancellation token. [`BuiltinAdapter`] turns a body
-//! into a `dsh_tools::Tool` (the [`ToolEnv`] comes from the execution's extensions), and the
-//! [`BuiltinToolsPlugin`] (`tools-builtin`) registers the configured set on the tool runtime.
+//! into a `dsh_tools::Tool`; the [`ToolEnv`] comes from the execution's extensions or, for a
+//! call scoped to an agent, from [`ToolEnvs`], where the agent's setup registered it. The
+//! [`BuiltinToolsPlugin`] (`tools-builtin`) registers the configured set on the tool runtime
+//! and provides [`ToolEnvs`].
 //! The [`approval`] module decides which calls a person must allow and asks them through the
 //! [`ApprovalAnswerer`] seam; [`ApprovalPlugin`] (`approval`) mounts it.
 //!
@@ -24,6 +26,7 @@
 pub mod approval;
 pub mod bash;
 mod env;
+mod envs;
 mod error;
 pub mod fs_tools;
 mod html;
@@ -45,6 +48,7 @@ pub use approval::{
 };
 pub use bash::{Bash, BashArgs};
 pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
+pub use envs::ToolEnvs;
 pub use error::{EditCandidate, ToolError};
 pub use fs_tools::{Edit, EditArgs, Read, ReadArgs, Write, WriteArgs};
 pub use plugin::{

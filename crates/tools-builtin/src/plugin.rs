@@ -1,4 +1,5 @@
-//! `tools-builtin`: the kernel plugin that registers the coding tools on the tool runtime.
+//! `tools-builtin`: the kernel plugin that registers the coding tools on the tool runtime and
+//! provides [`ToolEnvs`], where each agent's session environment is registered.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,8 +10,9 @@ use serde::Deserialize;
 
 use crate::bash::Bash;
 use crate::env::WebFetchConfig;
+use crate::envs::ToolEnvs;
 use crate::fs_tools::{Edit, Read, Write};
-use crate::registration::BuiltinAdapter;
+use crate::registration::{BuiltinAdapter, Registrable};
 use crate::search::{Glob, Grep};
 use crate::todo::TodoWrite;
 use crate::tool::BuiltinTool;
@@ -117,8 +119,9 @@ impl BuiltinToolsConfig {
         Ok(chosen)
     }
 
-    /// The tools to register, in catalog order.
-    pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, BuiltinToolsError> {
+    /// The tools to register, in catalog order, finding their session environments in `envs`
+    /// when a call carries none.
+    pub fn tools(&self, envs: &Arc<ToolEnvs>) -> Result<Vec<Arc<dyn Tool>>, BuiltinToolsError> {
         let web_fetch = WebFetchConfig {
             enabled: self.web_fetch.enabled,
             allow_private_addresses: self.web_fetch.allow_private_addresses,
@@ -126,37 +129,47 @@ impl BuiltinToolsConfig {
         Ok(self
             .tool_names()?
             .into_iter()
-            .filter_map(|name| builtin_tool(name, &web_fetch))
+            .filter_map(|name| builtin_tool(name, &web_fetch, envs))
             .collect())
     }
 }
 
 /// The registry form of the built-in tool called `name`.
-pub fn builtin_tool(name: &str, web_fetch: &WebFetchConfig) -> Option<Arc<dyn Tool>> {
+pub fn builtin_tool(
+    name: &str,
+    web_fetch: &WebFetchConfig,
+    envs: &Arc<ToolEnvs>,
+) -> Option<Arc<dyn Tool>> {
+    fn erased<T: Registrable>(adapter: BuiltinAdapter<T>, envs: &Arc<ToolEnvs>) -> Arc<dyn Tool> {
+        adapter.with_envs(envs.clone()).into_arc()
+    }
     let tool = match name {
-        Bash::NAME => BuiltinAdapter::new(Bash).into_arc(),
-        Read::NAME => BuiltinAdapter::new(Read).into_arc(),
-        Write::NAME => BuiltinAdapter::new(Write).into_arc(),
-        Edit::NAME => BuiltinAdapter::new(Edit).into_arc(),
-        Glob::NAME => BuiltinAdapter::new(Glob).into_arc(),
-        Grep::NAME => BuiltinAdapter::new(Grep).into_arc(),
-        TodoWrite::NAME => BuiltinAdapter::new(TodoWrite).into_arc(),
-        WebFetch::NAME => BuiltinAdapter::new(WebFetch)
-            .with_web_fetch(web_fetch.clone())
-            .into_arc(),
+        Bash::NAME => erased(BuiltinAdapter::new(Bash), envs),
+        Read::NAME => erased(BuiltinAdapter::new(Read), envs),
+        Write::NAME => erased(BuiltinAdapter::new(Write), envs),
+        Edit::NAME => erased(BuiltinAdapter::new(Edit), envs),
+        Glob::NAME => erased(BuiltinAdapter::new(Glob), envs),
+        Grep::NAME => erased(BuiltinAdapter::new(Grep), envs),
+        TodoWrite::NAME => erased(BuiltinAdapter::new(TodoWrite), envs),
+        WebFetch::NAME => erased(
+            BuiltinAdapter::new(WebFetch).with_web_fetch(web_fetch.clone()),
+            envs,
+        ),
         _ => return None,
     };
     Some(tool)
 }
 
-/// Registers the configured tools in `ctx`'s layer of `tools`; the registrations are effects
-/// of `ctx`'s fiber. Nothing is registered when the configuration is invalid.
+/// Registers the configured tools in `ctx`'s layer of `tools`, finding session environments
+/// in `envs`; the registrations are effects of `ctx`'s fiber. Nothing is registered when the
+/// configuration is invalid.
 pub fn register_builtin_tools(
     ctx: &Context,
     tools: &ToolRuntime,
     config: &BuiltinToolsConfig,
+    envs: &Arc<ToolEnvs>,
 ) -> Result<Vec<Disposer>, BuiltinToolsError> {
-    let chosen = config.tools()?;
+    let chosen = config.tools(envs)?;
     let mut registered = Vec::with_capacity(chosen.len());
     for tool in chosen {
         match tools.register(ctx, tool) {
@@ -170,7 +183,9 @@ pub fn register_builtin_tools(
     Ok(registered)
 }
 
-/// Registers the built-in tools on the `ToolRuntime` service once it exists.
+/// Registers the built-in tools on the `ToolRuntime` service once it exists, and provides
+/// the [`ToolEnvs`] service they look session environments up in (both unwind with the
+/// plugin).
 #[derive(Debug)]
 pub struct BuiltinToolsPlugin;
 
@@ -184,7 +199,11 @@ impl Plugin for BuiltinToolsPlugin {
 
     fn apply(ctx: &Context, config: BuiltinToolsConfig) -> Result<(), BoxError> {
         let tools = ctx.require::<ToolRuntime>()?;
-        for disposer in register_builtin_tools(ctx, &tools, &config)? {
+        // Checked before anything is provided, so a bad selection leaves nothing behind.
+        config.tool_names()?;
+        let envs = Arc::new(ToolEnvs::new());
+        ctx.provide(envs.clone())?.forget();
+        for disposer in register_builtin_tools(ctx, &tools, &config, &envs)? {
             disposer.forget();
         }
         Ok(())

@@ -1,8 +1,9 @@
 //! Turning the tool bodies into registry tools (`dsh_tools::Tool`).
 //!
-//! The adapter parses arguments with the body's own serde type, takes the session's
-//! [`ToolEnv`] from the execution's extensions, runs the body with the execution's signal and
-//! maps [`ToolError`] to a coded [`ToolFailure`]. The canonical value is the serialized
+//! The adapter parses arguments with the body's own serde type, finds the session's
+//! [`ToolEnv`] (in the execution's extensions, else registered for the call's scope in
+//! [`ToolEnvs`]), runs the body with the execution's signal and maps [`ToolError`] to a coded
+//! [`ToolFailure`]. The canonical value is the serialized
 //! [`ToolOutput`]: its `content` is what the model reads, its `metadata` becomes the result's
 //! `meta` for the UI and the log.
 
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use crate::bash::Bash;
 use crate::env::{ToolEnv, WebFetchConfig};
+use crate::envs::ToolEnvs;
 use crate::error::ToolError;
 use crate::fs_tools::{Edit, Read, Write};
 use crate::search::{Glob, Grep};
@@ -99,6 +101,7 @@ fn record_failure(error: &dyn std::fmt::Display) -> ToolFailure {
 pub struct BuiltinAdapter<T> {
     tool: T,
     web_fetch: Option<WebFetchConfig>,
+    envs: Option<Arc<ToolEnvs>>,
 }
 
 impl<T: Registrable> BuiltinAdapter<T> {
@@ -106,7 +109,15 @@ impl<T: Registrable> BuiltinAdapter<T> {
         Self {
             tool,
             web_fetch: None,
+            envs: None,
         }
+    }
+
+    /// Looks up the environment of calls that carry none in their extensions in `envs`, by
+    /// the call's scope.
+    pub fn with_envs(mut self, envs: Arc<ToolEnvs>) -> Self {
+        self.envs = Some(envs);
+        self
     }
 
     /// Runs calls with these web_fetch settings instead of the session's.
@@ -121,7 +132,7 @@ impl<T: Registrable> BuiltinAdapter<T> {
     }
 
     async fn run(&self, args: Value, exec: &ToolExecution) -> Result<Value, ToolFailure> {
-        let env = tool_env(exec)?;
+        let env = tool_env(exec, self.envs.as_deref())?;
         let env = match &self.web_fetch {
             Some(config) => env.with_web_fetch(config.clone()),
             None => env,
@@ -143,10 +154,14 @@ impl<T: Registrable> BuiltinAdapter<T> {
     }
 }
 
-/// The session's environment, which the agent loop (or whoever drives the call) puts in the
-/// execution's extensions.
-fn tool_env(exec: &ToolExecution) -> Result<ToolEnv, ToolFailure> {
-    exec.extensions().get::<ToolEnv>().cloned().ok_or_else(|| {
+/// The session's environment: the one whoever drives the call put in its extensions, else the
+/// one registered for the call's scope (an agent's, set up when the agent was).
+fn tool_env(exec: &ToolExecution, envs: Option<&ToolEnvs>) -> Result<ToolEnv, ToolFailure> {
+    let found = match exec.extensions().get::<ToolEnv>() {
+        Some(env) => Some(env.clone()),
+        None => envs.and_then(|envs| envs.resolve(exec.scope())),
+    };
+    found.ok_or_else(|| {
         ToolFailure::coded(
             "ToolEnvMissingError",
             TOOL_ENV_MISSING,

@@ -1,6 +1,7 @@
 mod approval;
 mod approval_log;
 mod bash;
+mod envs;
 mod fs_tools;
 mod harness;
 mod registry;

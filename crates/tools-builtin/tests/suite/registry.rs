@@ -5,7 +5,7 @@ use dsh_protocol::CallId;
 use dsh_tools::{ErrorInfo, ExecutionMode, ToolCall, ToolRuntime, ToolsConfig, ToolsPlugin};
 use dsh_tools_builtin::{
     Bash, BuiltinTool, BuiltinToolsConfig, BuiltinToolsPlugin, Edit, Glob, Grep, Read, TodoWrite,
-    WebFetch, Write,
+    ToolEnvs, WebFetch, Write,
 };
 use serde_json::json;
 
@@ -80,9 +80,11 @@ async fn plugin_waits_for_the_tool_runtime_and_unwinds_with_it() {
     let tools = root.plugin::<ToolsPlugin>(ToolsConfig::default()).unwrap();
     let runtime = root.require::<ToolRuntime>().unwrap();
     assert_eq!(runtime.names(None).len(), 7);
+    assert!(root.get::<ToolEnvs>().is_some());
     tools.dispose();
     assert!(root.get::<ToolRuntime>().is_none());
     assert!(runtime.names(None).is_empty());
+    assert!(root.get::<ToolEnvs>().is_none());
 }
 
 #[tokio::test]
@@ -98,6 +100,7 @@ async fn an_invalid_selection_fails_the_plugin_and_registers_nothing() {
         .unwrap()
         .names(None)
         .is_empty());
+    assert!(root.get::<ToolEnvs>().is_none());
 }
 
 #[tokio::test]
