@@ -1,15 +1,15 @@
-//! What every agent gets before it is published: its session's tools, the workspace
-//! instructions and safety records of a new session, the sandbox mode of a resumed one, and
-//! an optional cap on model requests per turn.
+//! What every agent gets before it is published: its session's tool environment (registered
+//! in the agent's scope, where the built-in tools look it up), the workspace instructions and
+//! safety records of a new session, the sandbox mode of a resumed one, and an optional cap on
+//! model requests per turn.
 
-use super::tools::{register_session_tools, EnvSlot};
 use super::Boot;
 use crate::config::{ApprovalPolicy as PolicyWord, SandboxMode as ModeWord, Source};
 use crate::instructions::Instructions;
 use dsh_agent::{
-    AgentEvent, AgentSetup, PreStep, PreStepDecision, SessionStart, SessionStartSource,
+    Agent, AgentEvent, AgentSetup, PreStep, PreStepDecision, SessionStart, SessionStartSource,
 };
-use dsh_kernel::{BoxError, Context};
+use dsh_kernel::{BoxError, Context, KernelError};
 use dsh_protocol::SessionId;
 use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
 use dsh_tools_builtin::{
@@ -90,12 +90,28 @@ impl Boot {
         }
     }
 
-    /// Runs at `agent/session-start`, once per published lifecycle.
-    fn session_started(
+    /// Switches the sandbox mode of `agent`'s tool environment, if it has one and the mode
+    /// differs; the agent's next tool call runs under it. Logging the change is the caller's.
+    pub(crate) fn set_sandbox_mode(
         &self,
-        slot: &EnvSlot,
-        event: &AgentEvent<SessionStartSource>,
-    ) -> Result<(), BoxError> {
+        agent: &dyn Agent,
+        mode: SandboxMode,
+    ) -> Result<(), KernelError> {
+        let Some(envs) = &self.envs else {
+            return Ok(());
+        };
+        let Some(env) = envs.resolve(Some(agent.scope_key())) else {
+            return Ok(());
+        };
+        if env.sandbox().mode() != mode {
+            // Replaces the agent's registration; it still unwinds with the agent.
+            envs.set(agent.ctx(), env.with_sandbox_mode(mode))?.forget();
+        }
+        Ok(())
+    }
+
+    /// Runs at `agent/session-start`, once per published lifecycle.
+    fn session_started(&self, event: &AgentEvent<SessionStartSource>) -> Result<(), BoxError> {
         let agent = &event.agent;
         let session = agent.session();
         match event.data {
@@ -121,9 +137,7 @@ impl Boot {
                         wanted
                     }
                 };
-                if slot.get().sandbox().mode() != mode {
-                    slot.set(slot.get().with_sandbox_mode(mode));
-                }
+                self.set_sandbox_mode(agent.as_ref(), mode)?;
                 if let Some(approvals) = &self.approvals {
                     if chosen_now(settings.approval.policy.source) {
                         approvals
@@ -141,15 +155,13 @@ impl Boot {
         let boot = self.clone();
         Box::new(move |ctx: Context| {
             Box::pin(async move {
-                let env = boot.tool_env(&id, sandbox_mode(boot.settings.sandbox.mode.value))?;
-                let slot = EnvSlot::new(env);
-                if let (Some(tools), Some(config)) = (&boot.tools, &boot.tools_config) {
-                    for disposer in register_session_tools(&ctx, tools, config, &slot)? {
-                        disposer.forget();
-                    }
+                if let Some(envs) = &boot.envs {
+                    // A resumed session may switch it to its recorded mode at session start.
+                    let env = boot.tool_env(&id, sandbox_mode(boot.settings.sandbox.mode.value))?;
+                    envs.set(&ctx, env)?.forget();
                 }
                 let listener = boot.clone();
-                ctx.on::<SessionStart>(move |event| listener.session_started(&slot, event))?
+                ctx.on::<SessionStart>(move |event| listener.session_started(event))?
                     .forget();
                 if let Some(max) = start.max_steps {
                     let hit = start.step_cap_hit.clone();

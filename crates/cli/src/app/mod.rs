@@ -7,9 +7,10 @@
 //! there. Nothing starts half-configured.
 //!
 //! Surfaces (`dsh run`, the terminal UI) then create or resume agents through the runtime
-//! and render from [`Runtime::subscribe`]; they never reach into the loop. Each agent gets
-//! the built-in tools bound to its own session environment ([`tools`]), and a new session
-//! gets the workspace instructions and its starting safety records ([`agent`]).
+//! and render from [`Runtime::subscribe`]; they never reach into the loop. Each agent's setup
+//! registers its session's tool environment in the agent's scope, where the built-in tools
+//! find it, and a new session gets the workspace instructions and its starting safety records
+//! ([`agent`]).
 //!
 //! Boot must run inside a tokio runtime: the agent loop keeps a handle to it.
 
@@ -17,7 +18,6 @@ mod agent;
 mod error;
 mod lookup;
 mod rows;
-mod tools;
 
 pub use agent::{sandbox_mode as tool_sandbox_mode, AgentStart};
 pub use error::AppError;
@@ -26,21 +26,21 @@ pub use rows::{
     approval_config, boot_composition, builtin_tools_config, canonical_workspace,
     check_credentials, openai_config, persistence_config, plugin_table, sessions_root,
 };
-pub use tools::{register_session_tools, EnvSlot};
 
 use crate::config::{self, Settings};
 use crate::persona::{register_host_variables, HostFacts};
-use dsh_agent::{AgentHandle, AgentRegistry, CreateAgentOptions, ResumeAgentOptions, SessionMeta};
-use dsh_kernel::{Context, Disposer, Plugin};
+use dsh_agent::{
+    Agent, AgentHandle, AgentRegistry, CreateAgentOptions, ResumeAgentOptions, SessionMeta,
+};
+use dsh_kernel::{Context, Disposer};
 use dsh_llm::LlmRuntime;
 use dsh_llm_openai::EnvSource;
 use dsh_prompt::SystemPrompt;
 use dsh_protocol::SessionId;
 use dsh_session::{SessionEvent, SessionEventPublished, SessionStore};
 use dsh_store::SessionPersistence;
-use dsh_tools::ToolRuntime;
 use dsh_tools_builtin::sandbox::SandboxNotice;
-use dsh_tools_builtin::{Approvals, BuiltinToolsConfig, SandboxProbe};
+use dsh_tools_builtin::{Approvals, SandboxMode, SandboxProbe, ToolEnv, ToolEnvs};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -81,8 +81,9 @@ pub(crate) struct Boot {
     base_env: Vec<(OsString, OsString)>,
     secrets: Vec<String>,
     model_accepts_images: bool,
-    tools: Option<Arc<ToolRuntime>>,
-    tools_config: Option<BuiltinToolsConfig>,
+    /// Where each agent's tool environment is registered; absent when the `tools-builtin`
+    /// row is not mounted (no built-in tools to run).
+    envs: Option<Arc<ToolEnvs>>,
     approvals: Option<Arc<Approvals>>,
 }
 
@@ -161,18 +162,6 @@ impl Runtime {
                 disposers.into_iter().for_each(Disposer::forget);
             }
         }
-        let tools_config = boot_composition(&settings)
-            .rows
-            .iter()
-            .find(|row| row.plugin == dsh_tools_builtin::BuiltinToolsPlugin::NAME && !row.disabled)
-            .and_then(|row| {
-                let config = if row.config.is_null() {
-                    serde_json::json!({})
-                } else {
-                    row.config.clone()
-                };
-                serde_json::from_value::<BuiltinToolsConfig>(config).ok()
-            });
         let secrets = settings
             .active_provider()
             .and_then(|p| p.api_key_env.value.as_ref())
@@ -198,8 +187,7 @@ impl Runtime {
                 .collect(),
             secrets,
             model_accepts_images,
-            tools: root.get::<ToolRuntime>(),
-            tools_config,
+            envs: root.get::<ToolEnvs>(),
             approvals: root.get::<Approvals>(),
             settings: Arc::new(settings),
         };
@@ -287,6 +275,23 @@ impl Runtime {
         );
         options.setup = Some(self.boot.agent_setup(id, start));
         Ok(self.agents.resume(&self.root, options).await?)
+    }
+
+    /// The environment `agent`'s built-in tools run in, if the `tools-builtin` row is mounted.
+    pub fn tool_env(&self, agent: &dyn Agent) -> Option<ToolEnv> {
+        self.boot.envs.as_ref()?.resolve(Some(agent.scope_key()))
+    }
+
+    /// Runs `agent`'s built-in tools under `mode` from its next call, without restarting it.
+    /// Only the tools change: logging the new mode (a `permission/preset` or `sandbox/mode`
+    /// event) is the caller's.
+    /// An agent without an environment (disposed, or no `tools-builtin` row) is left alone.
+    pub fn set_sandbox_mode(
+        &self,
+        agent: &dyn Agent,
+        mode: SandboxMode,
+    ) -> Result<(), dsh_kernel::KernelError> {
+        self.boot.set_sandbox_mode(agent, mode)
     }
 
     /// Calls `listener` with every event appended to session `id`, in seq order, right after

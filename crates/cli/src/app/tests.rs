@@ -173,7 +173,7 @@ fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
 }
 
 #[tokio::test]
-async fn boot_mounts_every_row_and_creates_an_agent_with_session_tools() {
+async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
     let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);
     let settings = settings_of(&home, &Overrides::default());
     let workspace = tempfile::tempdir().unwrap();
@@ -194,7 +194,7 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_session_tools() {
     let handle = runtime.create_agent(AgentStart::default()).await.unwrap();
     let agent = handle.agent().clone();
     assert!(agent.id().as_str().starts_with("session-"));
-    // The agent's scope sees every default built-in tool, bound to its session.
+    // The agent's scope sees every default built-in tool, and its session's environment.
     let tools = runtime.ctx().get::<dsh_tools::ToolRuntime>().unwrap();
     let names = tools.names(Some(agent.scope_key()));
     assert_eq!(
@@ -220,7 +220,52 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_session_tools() {
         types,
         ["permission/preset", "sandbox/mode", "approval/policy"]
     );
+    let env = runtime.tool_env(agent.as_ref()).unwrap();
+    assert_eq!(env.workspace(), runtime.workspace());
+    assert_eq!(env.sandbox().mode(), SandboxMode::WorkspaceWrite);
+    assert_eq!(env.facts().session_id.as_deref(), Some(agent.id().as_str()));
     handle.dispose().await;
+    // The registration unwound with the agent.
+    assert!(runtime.tool_env(agent.as_ref()).is_none());
+    runtime.shutdown();
+}
+
+#[tokio::test]
+async fn a_resumed_agent_runs_its_tools_in_the_recorded_mode_and_switches_live() {
+    let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let settings = settings_of(&home, &Overrides::default());
+    let workspace = tempfile::tempdir().unwrap();
+    let runtime = Runtime::boot(
+        settings,
+        BootOptions {
+            cwd: workspace.path().to_path_buf(),
+            env: home.env.clone(),
+        },
+    )
+    .unwrap();
+    let mode = |agent: &Arc<dyn Agent>| runtime.tool_env(agent.as_ref()).unwrap().sandbox().mode();
+    let first = runtime.create_agent(AgentStart::default()).await.unwrap();
+    let id = first.agent().id().clone();
+    dsh_tools_builtin::approval::events::log_sandbox_mode(
+        first.agent().session(),
+        SandboxMode::ReadOnly,
+    )
+    .unwrap();
+    first.dispose().await;
+
+    let resumed = runtime
+        .resume_agent(id, AgentStart::default())
+        .await
+        .unwrap();
+    let agent = resumed.agent().clone();
+    assert_eq!(mode(&agent), SandboxMode::ReadOnly);
+    // A switch takes effect on the live agent.
+    runtime
+        .set_sandbox_mode(agent.as_ref(), SandboxMode::DangerFullAccess)
+        .unwrap();
+    assert_eq!(mode(&agent), SandboxMode::DangerFullAccess);
+    resumed.dispose().await;
+    assert!(runtime.tool_env(agent.as_ref()).is_none());
     runtime.shutdown();
 }
 

@@ -20,9 +20,8 @@ use dsh_agent::{
 };
 use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
-use dsh_session::InboxTarget;
 use dsh_store::{SessionPersistence, WriteCoordinator};
-use dsh_tools_builtin::approval::events::fold_session_safety;
+use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
 use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
 use futures_util::future::BoxFuture;
 use std::io::IsTerminal;
@@ -226,30 +225,31 @@ impl AppDriver {
             current.live = Some(live);
             current.preset.take()
         };
-        match preset {
-            Some(preset) => self.switch_preset(agent, preset).await,
-            None => Ok(agent),
+        if let Some(preset) = preset {
+            self.switch_preset(&agent, preset)?;
         }
+        Ok(agent)
     }
 
-    /// Logs and adopts `preset` on a live, idle agent. The tools' sandbox is fixed when an
-    /// agent starts, so a new sandbox mode restarts the agent on the same log, which now
-    /// records that mode. Returns the agent driving the session afterwards.
-    async fn switch_preset(
+    /// Logs and adopts `preset` on a live, idle agent: the approval policy, and the sandbox
+    /// mode of its tools from their next call (a mode this run pins with a flag or an env var
+    /// stays in force, and the log says so).
+    fn switch_preset(
         &self,
-        agent: Arc<dyn Agent>,
+        agent: &Arc<dyn Agent>,
         preset: PermissionPreset,
-    ) -> Result<Arc<dyn Agent>, DriverError> {
-        let before = fold_session_safety(&agent.session().events()).sandbox;
-        self.apply_preset(&agent, preset)?;
-        if before == Some(preset.sandbox_mode()) {
-            return Ok(agent);
-        }
-        let id = agent.id().clone();
-        drop(agent);
-        self.reopen_quietly(id).await?;
-        self.live_agent()
-            .ok_or_else(|| DriverError::Failed("the agent did not restart".into()))
+    ) -> Result<(), DriverError> {
+        self.apply_preset(agent, preset)?;
+        let mode = match self.pinned_sandbox() {
+            Some(pinned) if pinned != preset.sandbox_mode() => {
+                log_sandbox_mode(agent.session(), pinned).map_err(DriverError::failed)?;
+                pinned
+            }
+            _ => preset.sandbox_mode(),
+        };
+        self.runtime
+            .set_sandbox_mode(agent.as_ref(), mode)
+            .map_err(DriverError::failed)
     }
 
     /// Makes `live` (driving `id`) the session on screen and closes the previous one.
@@ -441,7 +441,7 @@ impl AgentDriver for AppDriver {
                 return Ok(format!("{summary}; applies from the first prompt"));
             };
             self.ensure_idle()?;
-            self.switch_preset(agent, preset).await?;
+            self.switch_preset(&agent, preset)?;
             Ok(match self.pinned_sandbox() {
                 Some(pinned) if pinned != preset.sandbox_mode() => format!(
                     "{summary}; but this run pins the sandbox to {} (--sandbox or \
@@ -527,40 +527,6 @@ impl AgentDriver for AppDriver {
 }
 
 impl AppDriver {
-    /// Restarts the current session's agent; its events keep flowing to the UI, which has
-    /// seen them all, so nothing is reprinted. Disposal clears the inbox, so pending input
-    /// (queued follow-ups, the workspace instructions of a session without a turn yet) is
-    /// put back without waking the agent.
-    async fn reopen_quietly(&self, id: SessionId) -> Result<(), DriverError> {
-        let previous = self.current().live.take();
-        let mut pending = Vec::new();
-        if let Some(previous) = previous {
-            let inbox = previous.agent().inbox();
-            pending.extend(
-                inbox
-                    .next_turn()
-                    .into_iter()
-                    .map(|m| (m, InboxTarget::NextTurn)),
-            );
-            pending.extend(
-                inbox
-                    .next_step()
-                    .into_iter()
-                    .map(|m| (m, InboxTarget::NextStep)),
-            );
-            previous.close().await;
-        }
-        self.wait_released(&id).await;
-        let live = self.start(id, true).await?;
-        for (message, target) in pending {
-            live.agent()
-                .send((*message).clone(), target, false)
-                .map_err(DriverError::failed)?;
-        }
-        self.current().live = Some(live);
-        Ok(())
-    }
-
     /// Waits until the store has let go of the disposed session `id`. dsh-store releases a
     /// disposed session in a detached task, and a resume registered before that would join
     /// the old session's write queue and never persist the new agent's events.

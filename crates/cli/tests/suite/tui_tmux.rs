@@ -393,7 +393,7 @@ async fn a_permission_chosen_before_the_first_prompt_keeps_the_instructions() {
         Some(json!({"preset": "read-only"}))
     );
     assert_eq!(last("sandbox/mode"), Some(json!({"mode": "read-only"})));
-    // The instructions survived the agent's restart and reached the model in turn 1.
+    // The switch kept the queued instructions, and they reached the model in turn 1.
     let claimed: Vec<String> = events
         .iter()
         .filter(|e| e.type_name() == "user/message")
@@ -405,6 +405,64 @@ async fn a_permission_chosen_before_the_first_prompt_keeps_the_instructions() {
     );
     assert!(claimed.iter().any(|t| t == "hello"), "{claimed:?}");
     assert_eq!(turn_end_kinds(events), ["completed"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_permission_switch_applies_to_the_live_agent_s_next_tool_call() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    // Outside the workspace: workspace-write refuses it, danger-full-access does not.
+    let outside = sandbox.home.path().join("outside.txt");
+    let server = serve(
+        Script::new()
+            .respond(Reply::text("Ready."))
+            .respond(Reply::tool_call(
+                "write",
+                json!({"file_path": outside.display().to_string(), "content": "switched\n"}),
+            ))
+            .respond(Reply::text("Written.")),
+    )
+    .await;
+    let sandbox = Arc::new(sandbox.with_server(&server));
+    let in_pane = sandbox.clone();
+    let (switched, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("get ready");
+        tmux.wait_for("turn 1 completed");
+        tmux.enter("/permission danger-full-access");
+        let switched = tmux.wait_for("approval never)");
+        tmux.enter("write the file");
+        tmux.wait_for("turn 2 completed");
+        (switched, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(
+        switched.contains("permission: danger-full-access (sandbox danger-full-access,"),
+        "{switched}"
+    );
+    assert!(ended);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "switched\n");
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    let events = &stored[0].events;
+    assert_eq!(turn_end_kinds(events), ["completed", "completed"]);
+    let modes: Vec<Value> = events
+        .iter()
+        .filter(|e| e.type_name() == "sandbox/mode")
+        .map(|e| e.data.to_value())
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            json!({"mode": "workspace-write"}),
+            json!({"mode": "danger-full-access"})
+        ]
+    );
     server.shutdown().await;
 }
 
