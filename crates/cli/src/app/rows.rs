@@ -4,13 +4,14 @@
 
 use super::error::AppError;
 use crate::config::{
-    self, ApiKeyStatus, ApprovalRule, MaxTokensField, Modality, Provider, ReplayReasoning,
-    RuleAction, RuleMatcher, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE,
+    self, ApiKeyStatus, MaxTokensField, Modality, Provider, ReplayReasoning, Settings, Source,
+    DEEPSEEK_ROUTE, OPENAI_ROUTE,
 };
 use dsh_kernel::{Composition, PluginTable};
 use dsh_llm_openai::{
     Compat, ModelCatalog, ModelEntry, OpenAiConfig, ReasoningReplay, RouteConfig,
 };
+use dsh_tools_builtin::approval::ApprovalRule;
 use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -186,29 +187,11 @@ pub fn builtin_tools_config(settings: &Settings) -> Value {
     })
 }
 
-/// `[approval]` as the approval plugin's config.
+/// `[approval]` as the approval plugin's config. The rules already are the plugin's own
+/// type; a composition row carries them in the form they were read from.
 pub fn approval_config(settings: &Settings) -> Value {
-    let rules: Vec<Value> = settings
-        .approval
-        .rules
-        .iter()
-        .map(|rule| rule_value(&rule.value))
-        .collect();
+    let rules: Vec<&ApprovalRule> = settings.approval.rules.iter().map(|r| &r.value).collect();
     json!({ "policy": settings.approval.policy.value.as_str(), "rules": rules })
-}
-
-fn rule_value(rule: &ApprovalRule) -> Value {
-    let action = match rule.action {
-        RuleAction::Allow => "allow",
-        RuleAction::Deny => "deny",
-    };
-    let mut value = json!({ "action": action, "tool": rule.tool });
-    match &rule.matcher {
-        RuleMatcher::AnyCall => {}
-        RuleMatcher::CommandPrefix(prefix) => value["command_prefix"] = json!(prefix),
-        RuleMatcher::PathGlob(glob) => value["path"] = json!(glob.glob().glob()),
-    }
-    value
 }
 
 /// The persistence row's config as mounted (so the session commands read the same root, in

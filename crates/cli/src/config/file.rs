@@ -2,12 +2,12 @@
 //! unknown keys and wrong values with the line and full key of the problem.
 
 use super::error::ConfigError;
-use super::reader::{join, to_json, At, Doc, Entries};
+use super::reader::{found, join, to_json, At, Doc, Entries};
 use super::tree::{self, Node};
 use super::types::{
-    ApprovalPolicy, ApprovalRule, MaxTokensField, Modality, ModelEntry, ReplayReasoning,
-    RuleAction, RuleMatcher, SandboxMode,
+    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
 };
+use dsh_tools_builtin::approval::{ApprovalRule, RuleAction, RuleError};
 use std::path::Path;
 
 /// The tools `[tools.<name>]` may configure.
@@ -320,14 +320,9 @@ fn read_model_entry(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ModelEnt
     if let Some(node) = get(table, "input") {
         let input_key = join(key, "input");
         let expected = format!("an array of {}", Modality::expected());
-        let items = doc.array(&input_key, node).map_err(|_| {
-            doc.invalid(
-                &node.span,
-                &input_key,
-                &expected,
-                super::reader::found(&node.value),
-            )
-        })?;
+        let items = doc
+            .array(&input_key, node)
+            .map_err(|_| doc.invalid(&node.span, &input_key, &expected, found(&node.value)))?;
         let mut input = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let modality = doc.word(
@@ -386,43 +381,61 @@ fn read_rule(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ApprovalRule>, 
         &join(key, "action"),
         required("action")?,
         RuleAction::from_word,
-        &RuleAction::expected(),
+        &rule_actions(),
     )?;
-    let tool = doc.text(&join(key, "tool"), required("tool")?)?;
-    let matcher = match (get(table, "command_prefix"), get(table, "path")) {
+    let tool = doc.text(&join(key, "tool"), required("tool")?)?.value;
+    let action = action.value;
+    let rule = match (get(table, "command_prefix"), get(table, "path")) {
         (Some(_), Some(path)) => {
             return Err(doc.inconsistent(
                 &path.span,
                 &join(key, "path"),
-                "a rule matches either `command_prefix` or `path`, not both".into(),
+                RuleError::BothMatchers.to_string(),
             ))
         }
         (Some(prefix), None) => {
-            RuleMatcher::CommandPrefix(doc.text(&join(key, "command_prefix"), prefix)?.value)
+            let prefix_key = join(key, "command_prefix");
+            let text = doc.text(&prefix_key, prefix)?.value;
+            ApprovalRule::command_prefix(action, tool, text).map_err(|_| {
+                doc.invalid(
+                    &prefix.span,
+                    &prefix_key,
+                    "a command prefix (one or more words)",
+                    found(&prefix.value),
+                )
+            })?
         }
         (None, Some(path)) => {
             let path_key = join(key, "path");
-            let pattern = doc.text(&path_key, path)?;
-            let glob = globset::Glob::new(&pattern.value).map_err(|e| {
+            let pattern = doc.text(&path_key, path)?.value;
+            ApprovalRule::path_glob(action, tool, &pattern).map_err(|error| {
+                let reason = match error {
+                    RuleError::InvalidGlob { reason, .. } => reason,
+                    other => other.to_string(),
+                };
                 doc.invalid(
                     &path.span,
                     &path_key,
                     "a glob pattern",
-                    format!("{:?} ({})", pattern.value, e.kind()),
+                    format!("{pattern:?} ({reason})"),
                 )
-            })?;
-            RuleMatcher::PathGlob(glob.compile_matcher())
+            })?
         }
-        (None, None) => RuleMatcher::AnyCall,
+        (None, None) => ApprovalRule::any_call(action, tool),
     };
     Ok(At {
-        value: ApprovalRule {
-            action: action.value,
-            tool: tool.value,
-            matcher,
-        },
+        value: rule,
         line: doc.line(&node.span),
     })
+}
+
+/// `one of "allow", "deny"`, for error messages.
+fn rule_actions() -> String {
+    let words: Vec<String> = RuleAction::ALL
+        .iter()
+        .map(|action| format!("\"{action}\""))
+        .collect();
+    format!("one of {}", words.join(", "))
 }
 
 fn read_tools(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<(), ConfigError> {

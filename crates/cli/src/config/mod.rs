@@ -65,8 +65,7 @@ pub use settings::{
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};
 pub use types::{
-    decide, ApprovalPolicy, ApprovalRule, CallFacts, MaxTokensField, Modality, ModelEntry,
-    ReplayReasoning, RuleAction, RuleMatcher, SandboxMode,
+    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
 };
 
 use std::path::PathBuf;

@@ -8,10 +8,10 @@ use super::file::{is_http_url, FileLayer, ProviderLayer, KNOWN_TOOLS};
 use super::reader::At;
 use super::source::{Location, Source, Sourced};
 use super::types::{
-    ApprovalPolicy, ApprovalRule, MaxTokensField, Modality, ModelEntry, ReplayReasoning,
-    SandboxMode,
+    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
 };
 use dsh_kernel::Composition;
+use dsh_tools_builtin::approval::ApprovalRule;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -150,7 +150,8 @@ impl fmt::Display for ApiKeyStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApprovalSettings {
     pub policy: Sourced<ApprovalPolicy>,
-    /// In file order; any matching deny wins (see [`super::decide`]).
+    /// In file order; the approval plugin decides with them (any matching deny wins, see
+    /// `dsh_tools_builtin::approval::decide`).
     pub rules: Vec<Sourced<ApprovalRule>>,
 }
 

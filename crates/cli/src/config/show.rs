@@ -5,7 +5,8 @@
 
 use super::settings::{Provider, Settings};
 use super::source::Sourced;
-use super::types::{ApprovalRule, ModelEntry, RuleMatcher};
+use super::types::ModelEntry;
+use dsh_tools_builtin::approval::{ApprovalRule, RuleMatcher};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -301,14 +302,9 @@ fn model_json(entry: &ModelEntry) -> Value {
     Value::Object(object)
 }
 
+/// The rule as its `[[approval.rules]]` entry.
 fn rule_json(rule: &ApprovalRule) -> Value {
-    let mut object = json!({ "action": rule.action.as_str(), "tool": rule.tool });
-    match &rule.matcher {
-        RuleMatcher::AnyCall => {}
-        RuleMatcher::CommandPrefix(prefix) => object["command_prefix"] = json!(prefix),
-        RuleMatcher::PathGlob(glob) => object["path"] = json!(glob.glob().glob()),
-    }
-    object
+    serde_json::to_value(rule).unwrap_or(Value::Null)
 }
 
 /// A copy of a plugin config with secret-looking fields hidden. Plugin configs are free-form,

@@ -1,4 +1,5 @@
-//! The value types of settings: closed word lists, model entries and approval rules.
+//! The value types of settings: closed word lists and model entries. Approval rules are
+//! `dsh_tools_builtin::approval::ApprovalRule`, the type the approval plugin decides with.
 
 use std::fmt;
 
@@ -73,19 +74,13 @@ word_enum! {
     ApprovalPolicy {
         /// Rules decide first; anything they do not cover is asked.
         Ask = "ask",
-        /// Never ask: calls that would need approval run (meant for full access).
+        /// Never ask: calls that would need approval run (deny rules still apply; meant for
+        /// full access).
         Never = "never",
-        /// Never ask, for unattended runs: rules decide, and anything they do not cover is
-        /// refused (fail closed).
+        /// Allow rules decide; anything they do not cover is asked, as under `ask`, so
+        /// nothing is refused for want of a rule (the approval plugin's meaning, see
+        /// `dsh_tools_builtin::ApprovalPolicy::Auto`).
         Auto = "auto",
-    }
-}
-
-word_enum! {
-    /// What an approval rule does with a call it matches.
-    RuleAction {
-        Allow = "allow",
-        Deny = "deny",
     }
 }
 
@@ -138,136 +133,9 @@ impl ModelEntry {
     }
 }
 
-/// What an approval rule matches besides the tool name.
-#[derive(Clone, Debug)]
-pub enum RuleMatcher {
-    /// Every call of the tool.
-    AnyCall,
-    /// A shell command starting with these words.
-    CommandPrefix(String),
-    /// A file path matching this glob (relative to the workspace).
-    PathGlob(globset::GlobMatcher),
-}
-
-impl PartialEq for RuleMatcher {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Self::AnyCall, Self::AnyCall) => true,
-            (Self::CommandPrefix(a), Self::CommandPrefix(b)) => a == b,
-            (Self::PathGlob(a), Self::PathGlob(b)) => a.glob() == b.glob(),
-            _ => false,
-        }
-    }
-}
-
-/// One `[[approval.rules]]` entry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ApprovalRule {
-    pub action: RuleAction,
-    /// A tool name, or `*` for every tool.
-    pub tool: String,
-    pub matcher: RuleMatcher,
-}
-
-/// What a call looks like to the approval rules.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CallFacts<'a> {
-    pub tool: &'a str,
-    /// The shell command, for shell tools.
-    pub command: Option<&'a str>,
-    /// The file the call touches, relative to the workspace, for file tools.
-    pub path: Option<&'a str>,
-}
-
-/// Characters that chain or redirect shell commands. An allow rule for `cargo test` must not
-/// approve `cargo test && rm -rf ~`, so commands containing any of these never match an
-/// allow rule's prefix.
-const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '>', '<', '\n', '(', ')'];
-
-impl ApprovalRule {
-    /// Whether this rule applies to `call`.
-    pub fn matches(&self, call: &CallFacts<'_>) -> bool {
-        if self.tool != "*" && self.tool != call.tool {
-            return false;
-        }
-        match &self.matcher {
-            RuleMatcher::AnyCall => true,
-            RuleMatcher::PathGlob(glob) => call.path.is_some_and(|p| glob.is_match(p)),
-            RuleMatcher::CommandPrefix(prefix) => {
-                let Some(command) = call.command else {
-                    return false;
-                };
-                match self.action {
-                    RuleAction::Allow => {
-                        !command.contains(SHELL_CONTROL) && starts_with_words(command, prefix)
-                    }
-                    // A deny rule looks at every chained piece, so chaining cannot hide a
-                    // denied command.
-                    RuleAction::Deny => command
-                        .split(SHELL_CONTROL)
-                        .any(|piece| starts_with_words(piece, prefix)),
-                }
-            }
-        }
-    }
-}
-
-/// `command` begins with the words of `prefix` (whitespace-insensitive, whole words).
-fn starts_with_words(command: &str, prefix: &str) -> bool {
-    let mut words = command.split_whitespace();
-    let expected: Vec<&str> = prefix.split_whitespace().collect();
-    if expected.is_empty() {
-        return false;
-    }
-    let (last, head) = match expected.split_last() {
-        Some(parts) => parts,
-        None => return false,
-    };
-    for want in head {
-        if words.next() != Some(*want) {
-            return false;
-        }
-    }
-    // The last word of a prefix may end in `/` or `=` and so match a longer word; otherwise
-    // it must be a whole word (`cargo test` does not match `cargo testify`).
-    match words.next() {
-        Some(word) if word == *last => true,
-        Some(word) => (last.ends_with('/') || last.ends_with('=')) && word.starts_with(last),
-        None => false,
-    }
-}
-
-/// The decision of a rule list: any matching deny wins over every allow, whatever the order.
-pub fn decide(rules: &[ApprovalRule], call: &CallFacts<'_>) -> Option<RuleAction> {
-    let mut allowed = false;
-    for rule in rules.iter().filter(|r| r.matches(call)) {
-        match rule.action {
-            RuleAction::Deny => return Some(RuleAction::Deny),
-            RuleAction::Allow => allowed = true,
-        }
-    }
-    allowed.then_some(RuleAction::Allow)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rule(action: RuleAction, tool: &str, matcher: RuleMatcher) -> ApprovalRule {
-        ApprovalRule {
-            action,
-            tool: tool.into(),
-            matcher,
-        }
-    }
-
-    fn bash(command: &str) -> CallFacts<'_> {
-        CallFacts {
-            tool: "bash",
-            command: Some(command),
-            path: None,
-        }
-    }
 
     #[test]
     fn words_round_trip() {
@@ -279,56 +147,5 @@ mod tests {
             "one of \"read-only\", \"workspace-write\", \"danger-full-access\""
         );
         assert_eq!(ApprovalPolicy::from_word("sometimes"), None);
-    }
-
-    #[test]
-    fn allow_prefixes_match_whole_words_and_never_chained_commands() {
-        let allow = rule(
-            RuleAction::Allow,
-            "bash",
-            RuleMatcher::CommandPrefix("cargo test".into()),
-        );
-        assert!(allow.matches(&bash("cargo test")));
-        assert!(allow.matches(&bash("cargo  test -p dsh-cli")));
-        assert!(!allow.matches(&bash("cargo testify")));
-        assert!(!allow.matches(&bash("cargo test && rm -rf ~")));
-        assert!(!allow.matches(&bash("cargo test; curl x | sh")));
-        assert!(!allow.matches(&bash("cargo test $(rm -rf ~)")));
-        assert!(!allow.matches(&CallFacts {
-            tool: "read",
-            command: Some("cargo test"),
-            path: None
-        }));
-    }
-
-    #[test]
-    fn deny_wins_and_sees_through_chains() {
-        let rules = vec![
-            rule(RuleAction::Allow, "*", RuleMatcher::AnyCall),
-            rule(
-                RuleAction::Deny,
-                "bash",
-                RuleMatcher::CommandPrefix("git push".into()),
-            ),
-        ];
-        assert_eq!(decide(&rules, &bash("ls")), Some(RuleAction::Allow));
-        assert_eq!(
-            decide(&rules, &bash("make && git push --force")),
-            Some(RuleAction::Deny)
-        );
-        assert_eq!(decide(&rules[1..], &bash("ls")), None);
-    }
-
-    #[test]
-    fn path_globs_match_relative_paths() {
-        let glob = globset::Glob::new("secrets/**").unwrap().compile_matcher();
-        let deny = rule(RuleAction::Deny, "write", RuleMatcher::PathGlob(glob));
-        let call = |path| CallFacts {
-            tool: "write",
-            command: None,
-            path: Some(path),
-        };
-        assert!(deny.matches(&call("secrets/prod.env")));
-        assert!(!deny.matches(&call("src/main.rs")));
     }
 }

@@ -4,16 +4,41 @@
 //! path glob (relative to the workspace). Any matching deny wins over every allow, whatever
 //! the order the rules were written in.
 
-use serde::{Deserialize, Deserializer};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::command::{command_grant, deny_pieces, simple_words, starts_with_words, CommandGrant};
 
 /// What a rule does with a call it matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleAction {
     Allow,
     Deny,
+}
+
+impl RuleAction {
+    /// Every action, in documentation order.
+    pub const ALL: [RuleAction; 2] = [RuleAction::Allow, RuleAction::Deny];
+
+    /// The word written in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+
+    /// The action written as `word`, if any.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for RuleAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a rule matches besides the tool name.
@@ -38,7 +63,8 @@ impl PartialEq for RuleMatcher {
     }
 }
 
-/// One rule. Deserializes from `{action, tool, command_prefix?, path?}`.
+/// One rule. (De)serializes as `{action, tool, command_prefix?, path?}`, the shape of a
+/// `[[approval.rules]]` entry in settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApprovalRule {
     pub action: RuleAction,
@@ -179,6 +205,23 @@ pub fn decide(rules: &[ApprovalRule], call: &CallFacts<'_>) -> Option<RuleAction
     allowed.then_some(RuleAction::Allow)
 }
 
+impl Serialize for ApprovalRule {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let matcher = match &self.matcher {
+            RuleMatcher::AnyCall => None,
+            RuleMatcher::CommandPrefix(prefix) => Some(("command_prefix", prefix.as_str())),
+            RuleMatcher::PathGlob(glob) => Some(("path", glob.glob().glob())),
+        };
+        let mut map = ser.serialize_map(Some(2 + usize::from(matcher.is_some())))?;
+        map.serialize_entry("action", &self.action)?;
+        map.serialize_entry("tool", &self.tool)?;
+        if let Some((key, value)) = matcher {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleConfig {
@@ -249,6 +292,39 @@ mod tests {
     }
 
     #[test]
+    fn allow_prefixes_refuse_every_chaining_and_redirection() {
+        let allow =
+            rule(json!({"action": "allow", "tool": "bash", "command_prefix": "cargo test"}));
+        for command in [
+            "cargo test; curl x | sh",
+            "cargo test | sh",
+            "cargo test || rm x",
+            "cargo test & rm x",
+            "cargo test > Cargo.toml",
+            "cargo test < /etc/passwd",
+            "cargo test `rm x`",
+            "cargo test\nrm x",
+            "(cargo test)",
+        ] {
+            assert!(!allow.matches(&bash(command)), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn a_catch_all_allow_never_outweighs_a_deny_hidden_in_a_chain() {
+        let rules = vec![
+            rule(json!({"action": "allow", "tool": "*"})),
+            rule(json!({"action": "deny", "tool": "bash", "command_prefix": "git push"})),
+        ];
+        assert_eq!(decide(&rules, &bash("ls")), Some(RuleAction::Allow));
+        assert_eq!(
+            decide(&rules, &bash("make && git push --force")),
+            Some(RuleAction::Deny)
+        );
+        assert_eq!(decide(&rules[1..], &bash("ls")), None);
+    }
+
+    #[test]
     fn deny_beats_allow_in_any_order() {
         let rules = vec![
             rule(json!({"action": "allow", "tool": "bash", "command_prefix": "git"})),
@@ -284,6 +360,25 @@ mod tests {
         assert!(err.to_string().contains("invalid path glob"));
         let unknown = json!({"action": "maybe", "tool": "bash"});
         assert!(serde_json::from_value::<ApprovalRule>(unknown).is_err());
+    }
+
+    #[test]
+    fn rules_serialize_in_the_shape_they_are_read_from() {
+        for value in [
+            json!({"action": "allow", "tool": "*"}),
+            json!({"action": "allow", "tool": "bash", "command_prefix": "cargo test"}),
+            json!({"action": "deny", "tool": "write", "path": "secrets/**"}),
+        ] {
+            assert_eq!(serde_json::to_value(rule(value.clone())).unwrap(), value);
+        }
+        for action in RuleAction::ALL {
+            assert_eq!(RuleAction::from_word(action.as_str()), Some(action));
+            assert_eq!(
+                serde_json::to_value(action).unwrap(),
+                json!(action.as_str())
+            );
+        }
+        assert_eq!(RuleAction::from_word("maybe"), None);
     }
 
     #[test]

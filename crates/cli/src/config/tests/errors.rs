@@ -62,6 +62,14 @@ fn wrong_values_say_what_is_expected() {
         error_of("[[approval.rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"src/[\"\n"),
         "settings.toml:4: `approval.rules[0].path`: expected a glob pattern, found \"src/[\" (unclosed character class; missing ']')"
     );
+    assert_eq!(
+        error_of("[[approval.rules]]\naction = \"allow\"\ntool = \"bash\"\ncommand_prefix = \" \"\n"),
+        "settings.toml:4: `approval.rules[0].command_prefix`: expected a non-empty string, found \"\""
+    );
+    assert_eq!(
+        error_of("[[approval.rules]]\naction = \"maybe\"\ntool = \"bash\"\n"),
+        "settings.toml:2: `approval.rules[0].action`: expected one of \"allow\", \"deny\", found \"maybe\""
+    );
 }
 
 #[test]
@@ -99,6 +107,10 @@ fn inconsistent_settings_are_refused() {
     assert_eq!(
         error_of("[[approval.rules]]\ntool = \"bash\"\n"),
         "settings.toml:1: `approval.rules[0].action`: every approval rule needs `action`"
+    );
+    assert_eq!(
+        error_of("[[approval.rules]]\naction = \"deny\"\ntool = \"write\"\ncommand_prefix = \"rm\"\npath = \"a\"\n"),
+        "settings.toml:5: `approval.rules[0].path`: a rule matches either `command_prefix` or `path`, not both"
     );
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use dsh_tools_builtin::approval::{ApprovalRule, RuleAction};
 use serde_json::json;
 use std::path::Path;
 
@@ -68,12 +69,13 @@ fn a_valid_file_loads_every_section() {
         .iter()
         .map(|r| r.value.clone())
         .collect();
-    let call = CallFacts {
-        tool: "bash",
-        command: Some("cargo test -q"),
-        path: None,
-    };
-    assert_eq!(decide(&rules, &call), Some(RuleAction::Allow));
+    assert_eq!(
+        rules,
+        [
+            ApprovalRule::command_prefix(RuleAction::Allow, "bash", "cargo test").unwrap(),
+            ApprovalRule::path_glob(RuleAction::Deny, "write", "secrets/**").unwrap(),
+        ]
+    );
 
     assert_eq!(
         settings.sandbox.mode,
