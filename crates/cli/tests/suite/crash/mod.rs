@@ -31,7 +31,7 @@ use checks::{
 };
 use dsh_session::{EventData, SessionEvent};
 use dsh_store::SessionPersistence;
-use dsh_testkit::mock_llm::{MockServer, RecordedRequest, Reply, Script};
+use dsh_testkit::mock_llm::{MockServer, RecordedRequest, Reply, RuleMatch, Script};
 use process::{KillPoint, Printed, Profile, Running};
 use serde_json::json;
 use std::path::Path;
@@ -99,6 +99,8 @@ struct Tally {
     resume_killed: u64,
     /// ... after it had stored something of its own.
     resume_killed_after_storing: u64,
+    /// Resumes that first answered prompts a kill had left queued.
+    replayed_queued_prompts: u64,
     /// Staging files a kill left in the sessions root (harmless: never read, never listed).
     stray_temp_files: u64,
 }
@@ -106,6 +108,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, outcome: &Outcome) {
         self.stray_temp_files += outcome.stray_temp_files;
+        self.replayed_queued_prompts += u64::from(outcome.queued_prompts > 0);
         let Some(first) = &outcome.first else {
             self.nothing_stored += 1;
             return;
@@ -131,6 +134,7 @@ struct Outcome {
     first: Option<Crashed>,
     second: Option<Crashed>,
     prepared: bool,
+    queued_prompts: usize,
     stray_temp_files: u64,
 }
 
@@ -205,9 +209,11 @@ fn tool_turn_script() -> Script {
         )
 }
 
-/// The resumed turn: a short streamed answer.
+/// The resumed turns: a short streamed answer to every request (a resume may run more
+/// than one turn when the crash left prompts queued).
 fn resume_script() -> Script {
-    Script::new().respond(
+    Script::new().rule(
+        RuleMatch::any(),
         Reply::text("Picking up where we left off, all is well.")
             .chunks(6)
             .delay_ms(2),
@@ -371,6 +377,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
             first: None,
             second: None,
             prepared: false,
+            queued_prompts: 0,
             stray_temp_files: stray_temp_files(&sandbox.sessions_root()),
         };
     };
@@ -429,6 +436,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
     // Phase 3: the last resume completes on top of whatever the kills left.
     context += &format!("; resumed with {resume_by:?}");
     let repaired = &second.as_ref().unwrap_or(&first).repaired;
+    let queued_prompts = queued_prompts(repaired);
     let server = serve(resume_script()).await;
     let mut running = Running::spawn(&sandbox, &run_args(&server, &resume_args, "carry on"));
     let status = running.wait().await;
@@ -436,8 +444,10 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
     assert_eq!(
         status,
         Some(0),
-        "{context}: resume failed:\n{}",
-        printed.stderr
+        "{context}: resume failed:\n{}\nprinted: {:?}\nrequests: {}",
+        printed.stderr,
+        printed.lines,
+        describe(&server.requests())
     );
     assert_resumed(&sandbox, layout, &id, repaired, &server, &printed, &context);
     server.shutdown().await;
@@ -446,6 +456,7 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
         first: Some(first),
         second,
         prepared: prepare,
+        queued_prompts,
         stray_temp_files: stray_temp_files(&sandbox.sessions_root()),
     }
 }
@@ -485,7 +496,10 @@ fn assert_resumed(
         events.len() > repaired.len() && events[..repaired.len()] == *repaired,
         "{context}: the resumed log does not continue the repaired one"
     );
-    // The crashed turn ended `interrupted` (if it was open); one new turn follows it.
+    // The crashed turn ended `interrupted` (if it was open). Then one completed turn for
+    // each prompt the crash left queued (a resumed session replays its inbox) and one for
+    // the new prompt, numbered on from the last turn (turns count from 1).
+    let turns = 1 + queued_prompts(repaired);
     let before_ends = turn_ends(repaired);
     let after_ends = turn_ends(&events);
     assert_eq!(
@@ -495,31 +509,60 @@ fn assert_resumed(
     );
     assert_eq!(
         after_ends[before_ends.len()..],
-        [json!({"kind": "completed"})],
-        "{context}: resuming ran other than one completed turn"
+        vec![json!({"kind": "completed"}); turns],
+        "{context}: resuming ran other than {turns} completed turns"
     );
-    let last_turn = |events: &[Arc<SessionEvent>]| {
-        events.iter().rev().find_map(|e| match &e.data {
-            EventData::TurnStart(start) => Some(start.turn),
-            _ => None,
-        })
+    let turn_starts = |events: &[Arc<SessionEvent>]| -> Vec<u64> {
+        events
+            .iter()
+            .filter_map(|e| match &e.data {
+                EventData::TurnStart(start) => Some(start.turn),
+                _ => None,
+            })
+            .collect()
     };
-    // Turns count from 1.
-    let expected_turn = last_turn(repaired).map_or(1, |turn| turn + 1);
-    assert_eq!(last_turn(&events), Some(expected_turn), "{context}");
+    let first_new = turn_starts(repaired).last().map_or(1, |turn| turn + 1);
+    assert_eq!(
+        turn_starts(&events[repaired.len()..]),
+        (first_new..first_new + turns as u64).collect::<Vec<_>>(),
+        "{context}"
+    );
+    // Each turn asked the model once, with exactly what the log rebuilds.
     let requests = server.requests();
-    assert_eq!(requests.len(), 1, "{context}");
     let starts: Vec<usize> = attempt_starts(&events)
         .into_iter()
         .filter(|&at| at >= repaired.len())
         .collect();
-    assert_eq!(starts.len(), 1, "{context}");
-    assert_eq!(
-        requests[0].body,
-        rebuild_body(&events[..starts[0]], &route(sandbox, server), id),
-        "{context}: the resumed request differs from its log reconstruction"
-    );
+    assert_eq!((requests.len(), starts.len()), (turns, turns), "{context}");
+    let route = route(sandbox, server);
+    for (k, (request, at)) in requests.iter().zip(starts).enumerate() {
+        assert_eq!(
+            request.body,
+            rebuild_body(&events[..at], &route, id),
+            "{context}: resumed request {k} differs from its log reconstruction"
+        );
+    }
     printed.assert_agrees_with(&events);
+}
+
+/// How many prompts `events` leave queued for later turns: the `next-turn` list of the
+/// inbox, replayed from its `agent/inbox/spliced` events.
+fn queued_prompts(events: &[Arc<SessionEvent>]) -> usize {
+    let mut next_turn: Vec<serde_json::Value> = Vec::new();
+    for event in events
+        .iter()
+        .filter(|e| e.type_name() == "agent/inbox/spliced")
+    {
+        let splice = event.data.to_value();
+        if splice["target"] != "next-turn" {
+            continue;
+        }
+        let at = |field: &str| usize::try_from(splice[field].as_u64().unwrap_or(0)).unwrap();
+        let (start, removed) = (at("start"), at("removedCount"));
+        let inserted = splice["inserted"].as_array().cloned().unwrap_or_default();
+        next_turn.splice(start..start + removed, inserted);
+    }
+    next_turn.len()
 }
 
 /// Each request as `path: messages sent -> how it was served`, for failure messages.
