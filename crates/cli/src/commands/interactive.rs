@@ -20,13 +20,12 @@ use dsh_agent::{
 };
 use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
-use dsh_store::{SessionPersistence, WriteCoordinator};
+use dsh_store::SessionPersistence;
 use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
 use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
 use futures_util::future::BoxFuture;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Runs the interactive UI when stdin and stdout are a terminal; otherwise prints the help
@@ -302,9 +301,6 @@ impl AppDriver {
     }
 
     async fn reopen(&self, id: SessionId, how: OpenedHow) -> Result<OpenedSession, DriverError> {
-        // A session closed earlier in this run (`/clear`, then `/resume` it) may still be
-        // held by the store.
-        self.wait_released(&id).await;
         let live = self.start(id.clone(), true).await?;
         let events = live.agent().session().events().to_vec();
         self.switch(id.clone(), Some(live)).await;
@@ -525,24 +521,3 @@ impl AgentDriver for AppDriver {
         })
     }
 }
-
-impl AppDriver {
-    /// Waits until the store has let go of the disposed session `id`. dsh-store releases a
-    /// disposed session in a detached task, and a resume registered before that would join
-    /// the old session's write queue and never persist the new agent's events.
-    async fn wait_released(&self, id: &SessionId) {
-        let Some(coordinator) = self.runtime.ctx().get::<WriteCoordinator>() else {
-            return;
-        };
-        for _ in 0..RELEASE_POLLS {
-            if coordinator.stored_next(id).is_none() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tracing::warn!(session = %id, "the store still holds the session; resuming anyway");
-    }
-}
-
-/// How many 10 ms waits [`AppDriver::wait_released`] allows (two seconds).
-const RELEASE_POLLS: u32 = 200;
