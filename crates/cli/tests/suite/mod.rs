@@ -1,4 +1,5 @@
 mod binary;
+mod crash;
 mod run;
 mod run_support;
 mod sessions;
@@ -7,4 +8,3 @@ mod tui_runner;
 mod tui_state;
 mod tui_support;
 mod tui_tmux;
-mod crash;
