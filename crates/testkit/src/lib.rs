@@ -3,6 +3,8 @@
 //! - [`mock_llm`]: a fault-injecting OpenAI-compatible HTTP server (also the `dsh-mock-llm`
 //!   binary) for testing the real model adapter, retry and recovery end to end.
 //! - [`scripted`]: an in-process scripted model adapter and reply builders for loop tests.
+//! - [`fake_agent`]: a minimal agent over a live session, for tests of `agent/*` and tool
+//!   listeners that must not run the real loop.
 //! - [`checks`]: session-log invariant checkers (seqs, enclosure, tool pairing, anchors).
 //! - [`normalize`]: a log as stable JSON (no times, numbered ids) for whole-value asserts.
 //! - [`recon`]: checks every model request against its session log (model-visible ⇔ recorded).
@@ -10,6 +12,7 @@
 //!   test with the log and request checks.
 
 pub mod checks;
+pub mod fake_agent;
 pub mod harness;
 pub mod mock_llm;
 pub mod normalize;

@@ -1,65 +1,15 @@
 use dsh_agent::{
-    AbortSignal, Agent, AgentCancelCause, AgentError, AgentEvent, AgentEvents, AgentOptions,
-    AgentStatus, CancelOptions, Inbox, MaintenanceLease, RequestError, RequestErrorAction,
-    RequestErrorArgs,
+    AbortSignal, Agent, AgentCancelCause, AgentEvent, AgentStatus, RequestError,
+    RequestErrorAction, RequestErrorArgs,
 };
-use dsh_kernel::{Context, ScopeKey};
+use dsh_kernel::Context;
 use dsh_llm::ResolvedRetryPolicy;
 use dsh_llm_openai::{RetryPlugin, RetryPluginConfig};
-use dsh_protocol::{codes, LlmFailure, Message, SessionId};
-use dsh_session::{EventData, InboxTarget, Session, SessionHeader};
-use futures_util::future::BoxFuture;
+use dsh_protocol::{codes, LlmFailure, SessionId};
+use dsh_session::{EventData, Session, SessionHeader};
+use dsh_testkit::fake_agent::FakeAgent;
 use serde_json::{json, Value};
-use std::any::Any;
 use std::sync::Arc;
-
-/// Just enough agent for the retry listener: it only reads the session.
-struct LogOnlyAgent {
-    options: AgentOptions,
-    session: Session,
-    inbox: Inbox,
-    ctx: Context,
-    scope: ScopeKey,
-}
-
-impl Agent for LogOnlyAgent {
-    fn id(&self) -> &SessionId {
-        self.session.id()
-    }
-    fn options(&self) -> &AgentOptions {
-        &self.options
-    }
-    fn session(&self) -> &Session {
-        &self.session
-    }
-    fn inbox(&self) -> &Inbox {
-        &self.inbox
-    }
-    fn status(&self) -> AgentStatus {
-        AgentStatus::Running
-    }
-    fn ctx(&self) -> &Context {
-        &self.ctx
-    }
-    fn scope_key(&self) -> &ScopeKey {
-        &self.scope
-    }
-    fn cancel(&self, _: AgentCancelCause, _: CancelOptions) -> Result<(), AgentError> {
-        Ok(())
-    }
-    fn when_idle(&self) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-    fn begin_maintenance(&self) -> Result<MaintenanceLease, AgentError> {
-        Ok(MaintenanceLease::new(AbortSignal::new(), || {}))
-    }
-    fn send(&self, message: Message, target: InboxTarget, _: bool) -> Result<(), AgentError> {
-        self.inbox.append(target, message)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
 
 struct Fixture {
     root: Context,
@@ -74,18 +24,11 @@ fn fixture() -> Fixture {
         .clock(Arc::new(|| 7))
         .build()
         .unwrap();
-    let scope = ScopeKey::new("s");
-    let ctx = root.create_scope(scope.clone(), None).unwrap();
-    let events = AgentEvents::new(root.clone(), scope.clone());
-    let inbox = Inbox::restore(session.clone(), events.clone()).unwrap();
-    let agent: Arc<dyn Agent> = Arc::new(LogOnlyAgent {
-        options: AgentOptions::default(),
-        session,
-        inbox,
-        ctx,
-        scope,
-    });
-    events.bind(Arc::downgrade(&agent));
+    // Just enough agent for the retry listener: it only reads the session.
+    let agent: Arc<dyn Agent> = FakeAgent::builder()
+        .status(AgentStatus::Running)
+        .create(&root, session)
+        .unwrap();
     Fixture { root, agent }
 }
 

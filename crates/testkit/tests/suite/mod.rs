@@ -1,5 +1,6 @@
 mod checks;
 mod checks_fixtures;
+mod fake_agent;
 mod log_builder;
 mod mock_binary;
 mod mock_client;

@@ -10,7 +10,7 @@ use dsh_tools::{AgentHandle, Extensions, ToolCall};
 use dsh_tools_builtin::{SandboxMode, ToolEnvs};
 use serde_json::json;
 
-use super::harness::{text, Harness, TestAgent};
+use super::harness::{running_agent, text, Harness};
 use super::support::Fixture;
 
 /// A `read` of `note.txt` as the agent loop plans it, minus the extensions.
@@ -34,7 +34,7 @@ fn second_agent(h: &Harness) -> Arc<dyn Agent> {
             SessionOptions::default(),
         )
         .unwrap();
-    TestAgent::create(&h.root, session)
+    running_agent(&h.root, session)
 }
 
 #[tokio::test]

@@ -1,18 +1,15 @@
 //! A real kernel with the session store, the tool runtime, the built-in tools and approval
 //! mounted, plus a minimal agent so `agent_of(exec)` finds the session.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsh_agent::{
-    AbortSignal, Agent, AgentCancelCause, AgentError, AgentEvents, AgentOptions, AgentStatus,
-    CancelOptions, Inbox, MaintenanceLease,
-};
-use dsh_kernel::{Context, ScopeKey};
-use dsh_protocol::{CallId, Message, SessionId};
-use dsh_session::{InboxTarget, Session, SessionOptions, SessionStore, SessionsPlugin};
+use dsh_agent::{Agent, AgentStatus};
+use dsh_kernel::Context;
+use dsh_protocol::{CallId, SessionId};
+use dsh_session::{Session, SessionOptions, SessionStore, SessionsPlugin};
+use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{
     AgentHandle, Extensions, ToolCall, ToolResult, ToolRuntime, ToolsConfig, ToolsPlugin,
 };
@@ -26,69 +23,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::support::Fixture;
 
-pub struct TestAgent {
-    options: AgentOptions,
-    session: Session,
-    inbox: Inbox,
-    ctx: Context,
-    scope: ScopeKey,
-}
-
-impl TestAgent {
-    pub fn create(root: &Context, session: Session) -> Arc<dyn Agent> {
-        let scope = ScopeKey::new(session.id().as_str());
-        let ctx = root.create_scope(scope.clone(), None).unwrap();
-        let events = AgentEvents::new(root.clone(), scope.clone());
-        let inbox = Inbox::restore(session.clone(), events.clone()).unwrap();
-        let agent: Arc<dyn Agent> = Arc::new(TestAgent {
-            options: AgentOptions::default(),
-            session,
-            inbox,
-            ctx,
-            scope,
-        });
-        events.bind(Arc::downgrade(&agent));
-        agent
-    }
-}
-
-impl Agent for TestAgent {
-    fn id(&self) -> &SessionId {
-        self.session.id()
-    }
-    fn options(&self) -> &AgentOptions {
-        &self.options
-    }
-    fn session(&self) -> &Session {
-        &self.session
-    }
-    fn inbox(&self) -> &Inbox {
-        &self.inbox
-    }
-    fn status(&self) -> AgentStatus {
-        AgentStatus::Running
-    }
-    fn ctx(&self) -> &Context {
-        &self.ctx
-    }
-    fn scope_key(&self) -> &ScopeKey {
-        &self.scope
-    }
-    fn cancel(&self, _cause: AgentCancelCause, _options: CancelOptions) -> Result<(), AgentError> {
-        Ok(())
-    }
-    fn when_idle(&self) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-    fn begin_maintenance(&self) -> Result<MaintenanceLease, AgentError> {
-        Ok(MaintenanceLease::new(AbortSignal::new(), || {}))
-    }
-    fn send(&self, message: Message, target: InboxTarget, _wakeup: bool) -> Result<(), AgentError> {
-        self.inbox.append(target, message)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+/// The agent a tool call runs under: reported as mid-turn, as it is when the loop runs tools.
+pub fn running_agent(root: &Context, session: Session) -> Arc<dyn Agent> {
+    FakeAgent::builder()
+        .status(AgentStatus::Running)
+        .create(root, session)
+        .unwrap()
 }
 
 /// An answerer that records every question and answers from a script. Past the script it
@@ -183,7 +123,7 @@ impl Harness {
         let session = store
             .create(&root, Some(SessionId::from("s1")), options)
             .unwrap();
-        let agent = TestAgent::create(&root, session.clone());
+        let agent = running_agent(&root, session.clone());
         Self {
             tools: root.require::<ToolRuntime>().unwrap(),
             approvals: root.require::<Approvals>().unwrap(),

@@ -9,6 +9,7 @@ use dsh_llm::{ChunkStream, LlmRequest, LlmStream};
 use dsh_protocol::{CallId, LlmCallConfig, SessionId};
 use dsh_session::{EventData, Session, SessionFlush, StepBoundary};
 use dsh_store::{CheckpointError, CheckpointPoint, Compression, StorageProblem};
+use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{
     codes, AgentHandle, Prepared, Tool, ToolCall, ToolExecution, ToolFailure, ToolResult,
     ToolRuntime, ToolsConfig, ToolsPlugin,
@@ -17,7 +18,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::support::{log_only, mount, open_step, FakeAgent, Harness, RecordingPersistence};
+use super::support::{log_only, mount, open_step, Harness, RecordingPersistence};
 
 /// (durable events, session length) at the moment something observed them.
 type Seen = Arc<Mutex<Vec<(u64, u64)>>>;
@@ -182,7 +183,7 @@ async fn pre_step_persists_the_previous_step_before_the_next_is_derived() {
     let dir = tempfile::tempdir().unwrap();
     let h = mount(dir.path(), Compression::None);
     let session = h.create("s-1");
-    let agent = FakeAgent::create(&h.ctx, session.clone());
+    let agent = FakeAgent::create(&h.ctx, session.clone()).unwrap();
     open_step(&session, 1, 1);
     log_only(
         &session,
@@ -252,7 +253,7 @@ fn tool_harness(dir: &std::path::Path) -> ToolHarness {
     h.ctx.plugin::<ToolsPlugin>(ToolsConfig {}).unwrap();
     let tools = h.ctx.require::<ToolRuntime>().unwrap();
     let session = h.create("s-1");
-    let agent = FakeAgent::create(&h.ctx, session.clone());
+    let agent = FakeAgent::create(&h.ctx, session.clone()).unwrap();
     let seen = Seen::default();
     tools
         .register(

@@ -5,16 +5,17 @@ use dsh_kernel::ScopeKey;
 use dsh_protocol::{Message, SessionId};
 use dsh_session::{EventData, InboxTarget, SessionHeader, StepBoundary, TurnEnd, TurnEndReason};
 use dsh_store::{fork_stored, read_header, read_log, Compression, ForkError, SessionPersistence};
+use dsh_testkit::fake_agent::FakeAgent;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::support::{log_only, mount, open_step, FakeAgent, Harness, CWD};
+use super::support::{log_only, mount, open_step, Harness, CWD};
 
 /// A stored parent: turn 1 completed, a prompt queued for the next turn (seq 5), then
 /// turn 2 left open (seqs 6..=8), all flushed.
 async fn stored_parent(h: &Harness) -> Vec<Value> {
     let session = h.create("parent");
-    let agent = FakeAgent::create(&h.ctx, session.clone());
+    let agent = FakeAgent::create(&h.ctx, session.clone()).unwrap();
     open_step(&session, 1, 1);
     log_only(
         &session,

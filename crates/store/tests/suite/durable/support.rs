@@ -2,21 +2,17 @@
 //! recording (and optionally failing) persistence, the resume source and the checkpoint
 //! policy, wired the way `session-persistence-jsonl` wires them.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agent::{
-    AbortSignal, Agent, AgentCancelCause, AgentError, AgentEvents, AgentOptions, AgentStatus,
-    CancelOptions, Inbox, MaintenanceLease, ResumeSource,
-};
-use dsh_kernel::{BoxError, Context, ScopeKey};
+use dsh_agent::ResumeSource;
+use dsh_kernel::{BoxError, Context};
 use dsh_protocol::{Message, SessionId};
 use dsh_session::{
-    AppendOptions, EventData, InboxTarget, Session, SessionCreated, SessionDisposed, SessionEvent,
+    AppendOptions, EventData, Session, SessionCreated, SessionDisposed, SessionEvent,
     SessionEventPublished, SessionFlush, SessionHeader, SessionOptions, SessionStore,
     SessionsPlugin, StepBoundary, TurnStart,
 };
@@ -25,7 +21,6 @@ use dsh_store::{
     SessionPreparation, SessionSummary, StoreError, StoreResumeSource, StoredSession,
     WriteBehindConfig, WriteCoordinator,
 };
-use futures_util::future::BoxFuture;
 
 pub const CWD: &str = "/home/user/project";
 
@@ -237,70 +232,4 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
-}
-
-/// A minimal agent driving a live session, for dispatching `agent/*` and tool events.
-pub struct FakeAgent {
-    options: AgentOptions,
-    session: Session,
-    inbox: Inbox,
-    ctx: Context,
-    scope: ScopeKey,
-}
-
-impl FakeAgent {
-    pub fn create(root: &Context, session: Session) -> Arc<dyn Agent> {
-        let scope = ScopeKey::new(session.id().as_str());
-        let ctx = root.create_scope(scope.clone(), None).unwrap();
-        let events = AgentEvents::new(root.clone(), scope.clone());
-        let inbox = Inbox::restore(session.clone(), events.clone()).unwrap();
-        let agent: Arc<dyn Agent> = Arc::new(FakeAgent {
-            options: AgentOptions::default(),
-            session,
-            inbox,
-            ctx,
-            scope,
-        });
-        events.bind(Arc::downgrade(&agent));
-        agent
-    }
-}
-
-impl Agent for FakeAgent {
-    fn id(&self) -> &SessionId {
-        self.session.id()
-    }
-    fn options(&self) -> &AgentOptions {
-        &self.options
-    }
-    fn session(&self) -> &Session {
-        &self.session
-    }
-    fn inbox(&self) -> &Inbox {
-        &self.inbox
-    }
-    fn status(&self) -> AgentStatus {
-        AgentStatus::Idle
-    }
-    fn ctx(&self) -> &Context {
-        &self.ctx
-    }
-    fn scope_key(&self) -> &ScopeKey {
-        &self.scope
-    }
-    fn cancel(&self, _cause: AgentCancelCause, _options: CancelOptions) -> Result<(), AgentError> {
-        Ok(())
-    }
-    fn when_idle(&self) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-    fn begin_maintenance(&self) -> Result<MaintenanceLease, AgentError> {
-        Ok(MaintenanceLease::new(AbortSignal::new(), || {}))
-    }
-    fn send(&self, message: Message, target: InboxTarget, _wakeup: bool) -> Result<(), AgentError> {
-        self.inbox.append(target, message)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
