@@ -9,16 +9,19 @@ use crate::teardown::Lifecycle;
 use dsh_agent::{
     Agent, AgentError, AgentFactory, AgentHandle, AgentOptions, AgentRegistry, AgentSetup,
     ConfigStartFailed, ConfigStartFailure, CreateAgentOptions, ResumeAgentOptions, ResumeError,
-    ResumeSource, SessionStart, SessionStartSource,
+    ResumeSource, SessionMeta, SessionStart, SessionStartSource,
 };
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_llm::LlmRuntime;
 use dsh_prompt::{SystemPrompt, ToolProvision};
 use dsh_protocol::SessionId;
-use dsh_session::{Seed, SeedSource, SessionOptions, SessionOrigin, SessionStore};
+use dsh_session::{
+    Seed, SeedSource, Session, SessionEvent, SessionOptions, SessionOrigin, SessionStore,
+};
 use dsh_tools::ToolRuntime;
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio_util::sync::CancellationToken;
@@ -208,6 +211,40 @@ fn register_prompt_parts(
     Ok(())
 }
 
+/// The fresh (or seeded) session a create asks for; forks seed from their parent.
+fn prepare_new_session(
+    sessions: &SessionStore,
+    session_id: Option<SessionId>,
+    seed: Option<Vec<Arc<SessionEvent>>>,
+    meta: SessionMeta,
+) -> Result<Session, AgentError> {
+    let seed_source = if meta.parent_session.is_some() {
+        SeedSource::Fork
+    } else {
+        SeedSource::Import
+    };
+    let session = sessions.prepare(
+        session_id,
+        SessionOptions {
+            cwd: meta.cwd,
+            parent_session: meta.parent_session,
+            seed_length: meta.seed_length,
+            origin: meta.origin.map(|o| match o.as_str() {
+                "subagent" => SessionOrigin::Subagent,
+                _ => SessionOrigin::Other(o),
+            }),
+            delegation_depth: meta.delegation_depth,
+            agent_preset: meta.agent_preset,
+            seed: seed.map(|events| Seed {
+                events,
+                source: seed_source,
+            }),
+            ..SessionOptions::default()
+        },
+    )?;
+    Ok(session)
+}
+
 impl LoopInner {
     pub(crate) fn untrack(&self, id: u64) {
         lock(&self.lifecycles).remove(&id);
@@ -268,50 +305,20 @@ impl LoopInner {
         options: CreateAgentOptions,
     ) -> Result<AgentHandle, AgentError> {
         options.agent_options.validate()?;
-        let lifecycle = self.begin(&owner, options.cancel.clone())?;
-        let result = async {
-            let meta = options.meta;
-            let seed_source = if meta.parent_session.is_some() {
-                SeedSource::Fork
-            } else {
-                SeedSource::Import
-            };
-            let session = self.sessions.prepare(
-                options.session_id,
-                SessionOptions {
-                    cwd: meta.cwd,
-                    parent_session: meta.parent_session,
-                    seed_length: meta.seed_length,
-                    origin: meta.origin.map(|o| match o.as_str() {
-                        "subagent" => SessionOrigin::Subagent,
-                        _ => SessionOrigin::Other(o),
-                    }),
-                    delegation_depth: meta.delegation_depth,
-                    agent_preset: meta.agent_preset,
-                    seed: options.seed.map(|events| Seed {
-                        events,
-                        source: seed_source,
-                    }),
-                    ..SessionOptions::default()
-                },
-            )?;
-            let agent = ReactLoopAgent::new(
-                &self.ctx,
-                self.services.clone(),
-                options.agent_options,
-                session,
-            )?;
-            self.publish(
-                &lifecycle,
-                &owner,
-                agent,
-                options.setup,
-                SessionStartSource::Startup,
-            )
-            .await
-        }
-        .await;
-        self.settle(lifecycle, result).await
+        let sessions = &self.sessions;
+        let (session_id, seed, meta) = (options.session_id, options.seed, options.meta);
+        let open_session = move |_: Arc<Lifecycle>| {
+            std::future::ready(prepare_new_session(sessions, session_id, seed, meta))
+        };
+        self.establish(
+            owner,
+            options.cancel,
+            options.agent_options,
+            options.setup,
+            SessionStartSource::Startup,
+            open_session,
+        )
+        .await
     }
 
     async fn resume(
@@ -324,31 +331,52 @@ impl LoopInner {
             .ctx
             .get::<dyn ResumeSource>()
             .ok_or(AgentError::NoPersistence)?;
-        let lifecycle = self.begin(&owner, options.cancel.clone())?;
-        let result = async {
-            let load = source.prepare(&options.session_id, lifecycle.creation_token());
-            let session = tokio::select! {
+        let session_id = options.session_id;
+        let open_session = move |lifecycle: Arc<Lifecycle>| async move {
+            let load = source.prepare(&session_id, lifecycle.creation_token());
+            tokio::select! {
                 biased;
-                () = lifecycle.aborted() => return Err(AgentError::CreationAborted),
+                () = lifecycle.aborted() => Err(AgentError::CreationAborted),
                 loaded = load => loaded.map_err(|e| AgentError::Other {
                     message: e.to_string(),
                     source: Some(Box::new(e)),
-                })?,
-            };
-            let agent = ReactLoopAgent::new(
-                &self.ctx,
-                self.services.clone(),
-                options.agent_options,
-                session,
-            )?;
-            self.publish(
-                &lifecycle,
-                &owner,
-                agent,
-                options.setup,
-                SessionStartSource::Resume,
-            )
-            .await
+                }),
+            }
+        };
+        self.establish(
+            owner,
+            options.cancel,
+            options.agent_options,
+            options.setup,
+            SessionStartSource::Resume,
+            open_session,
+        )
+        .await
+    }
+
+    /// The creation transaction shared by create and resume: opens the lifecycle first (so
+    /// an abort or owner unload can reach everything that follows), lets `open_session`
+    /// produce the session, builds the agent over it and publishes it. Any failure
+    /// disposes whatever was built.
+    async fn establish<Open, Opening>(
+        self: &Arc<Self>,
+        owner: Context,
+        cancel: Option<CancellationToken>,
+        agent_options: AgentOptions,
+        setup: Option<AgentSetup>,
+        source: SessionStartSource,
+        open_session: Open,
+    ) -> Result<AgentHandle, AgentError>
+    where
+        Open: FnOnce(Arc<Lifecycle>) -> Opening,
+        Opening: Future<Output = Result<Session, AgentError>>,
+    {
+        let lifecycle = self.begin(&owner, cancel)?;
+        let result = async {
+            let session = open_session(lifecycle.clone()).await?;
+            let agent =
+                ReactLoopAgent::new(&self.ctx, self.services.clone(), agent_options, session)?;
+            self.publish(&lifecycle, &owner, agent, setup, source).await
         }
         .await;
         self.settle(lifecycle, result).await
