@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::output::{spill_text, truncate_chars};
-use crate::tool::{BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
 
 /// Matches kept for the spill file; past this the search stops (and says so).
 const MAX_COLLECTED_MATCHES: usize = 20_000;
@@ -93,9 +93,7 @@ impl BuiltinTool for Glob {
         cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        tokio::task::spawn_blocking(move || glob_blocking(&env, &args, &cancel))
-            .await
-            .map_err(|e| ToolError::io("searching", "", std::io::Error::other(e.to_string())))?
+        run_blocking("searching", move || glob_blocking(&env, &args, &cancel)).await
     }
 }
 
@@ -130,9 +128,7 @@ impl BuiltinTool for Grep {
         cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        tokio::task::spawn_blocking(move || grep_blocking(&env, &args, &cancel))
-            .await
-            .map_err(|e| ToolError::io("searching", "", std::io::Error::other(e.to_string())))?
+        run_blocking("searching", move || grep_blocking(&env, &args, &cancel)).await
     }
 }
 

@@ -98,6 +98,18 @@ pub trait BuiltinTool: Send + Sync + 'static {
     }
 }
 
+/// Runs a tool's synchronous file-system work on the blocking pool so it never stalls the
+/// runtime. A task that panicked or was torn down surfaces as an I/O error while `action`
+/// ("reading", "searching", ...), so the model gets an error result rather than a crash.
+pub(crate) async fn run_blocking<F>(action: &'static str, work: F) -> Result<ToolOutput, ToolError>
+where
+    F: FnOnce() -> Result<ToolOutput, ToolError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::io(action, "", std::io::Error::other(e.to_string())))?
+}
+
 /// Serde helper: accepts a JSON number (integer or float, as models send both) as `u64`.
 pub(crate) mod lenient_u64 {
     use serde::{Deserialize, Deserializer};
@@ -143,6 +155,26 @@ mod tests {
         assert_eq!(out.content_blocks(), vec![ContentBlock::text("hi")]);
         assert_eq!(out.meta(), Some(serde_json::json!({"a": 1})));
         assert_eq!(ToolOutput::text("x").meta(), None);
+    }
+
+    #[tokio::test]
+    async fn blocking_work_returns_its_result_and_a_panic_becomes_an_io_error() {
+        let out = run_blocking("reading", || Ok(ToolOutput::text("done"))).await;
+        assert_eq!(out.unwrap(), ToolOutput::text("done"));
+        #[allow(clippy::panic)]
+        let err = run_blocking("writing", || panic!("boom"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ToolError::Io {
+                    action: "writing",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[test]

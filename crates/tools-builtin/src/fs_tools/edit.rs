@@ -10,7 +10,7 @@ use super::similar::{matches_ignoring_whitespace, nearest_candidates};
 use super::{diff_meta, observe_written, read_guarded, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
-use crate::tool::{BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
 
 /// The `edit` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,9 +65,7 @@ impl BuiltinTool for Edit {
         _cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        tokio::task::spawn_blocking(move || edit_blocking(&env, &args))
-            .await
-            .map_err(|e| ToolError::io("editing", "", std::io::Error::other(e.to_string())))?
+        run_blocking("editing", move || edit_blocking(&env, &args)).await
     }
 }
 

@@ -12,7 +12,7 @@ use super::observe::{ContentHasher, Observation};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::output::truncate_chars;
-use crate::tool::{lenient_u64, BuiltinTool, ToolOutput};
+use crate::tool::{lenient_u64, run_blocking, BuiltinTool, ToolOutput};
 
 /// The `read` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -72,9 +72,7 @@ impl BuiltinTool for Read {
     ) -> Result<ToolOutput, ToolError> {
         let path = crate::paths::resolve_for_read(env, &args.file_path)?;
         let env = env.clone();
-        tokio::task::spawn_blocking(move || read_blocking(&env, &args, &path))
-            .await
-            .map_err(|e| ToolError::io("reading", "", std::io::Error::other(e.to_string())))?
+        run_blocking("reading", move || read_blocking(&env, &args, &path)).await
     }
 }
 

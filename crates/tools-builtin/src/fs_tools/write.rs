@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::{diff_meta, observe_written, read_guarded, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
-use crate::tool::{BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
 
 /// The `write` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -54,9 +54,7 @@ impl BuiltinTool for Write {
         _cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        tokio::task::spawn_blocking(move || write_blocking(&env, &args))
-            .await
-            .map_err(|e| ToolError::io("writing", "", std::io::Error::other(e.to_string())))?
+        run_blocking("writing", move || write_blocking(&env, &args)).await
     }
 }
 
