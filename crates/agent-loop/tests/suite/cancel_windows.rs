@@ -14,10 +14,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-fn flat(parts: Vec<Vec<Events>>) -> Vec<Events> {
-    parts.into_iter().flatten().collect()
-}
-
 fn cancel_user(agent: &Arc<dyn Agent>) {
     agent
         .cancel(AgentCancelCause::User, CancelOptions::default())

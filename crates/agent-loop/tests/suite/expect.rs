@@ -7,9 +7,24 @@
 
 use dsh_protocol::StreamChunk;
 use dsh_testkit::harness::{msg_json, TestTool, MODEL, PROVIDER};
+use dsh_testkit::scripted::text_response;
 use serde_json::{json, Value};
 
 pub type Events = Vec<Value>;
+
+/// Joins runs of events built piecewise (an [`answer`] is two runs) into one list for [`log`].
+pub fn flat(parts: Vec<Vec<Events>>) -> Vec<Events> {
+    parts.into_iter().flatten().collect()
+}
+
+/// The five chunk events of a scripted text answer plus its assistant message (id
+/// `<id-{id}>`), which cites the chunks at `first_seq..first_seq + 5`.
+pub fn answer(turn: u64, step: u64, id: u32, text_: &str, first_seq: u64) -> Vec<Events> {
+    vec![
+        chunks(turn, step, &text_response(text_)),
+        assistant(turn, step, id, text(text_), true, first_seq..first_seq + 5),
+    ]
+}
 
 /// Numbers `parts` into one log: `seq` = position.
 pub fn log(parts: &[Events]) -> Value {

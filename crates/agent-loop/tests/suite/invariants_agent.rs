@@ -21,17 +21,6 @@ use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
-fn flat(parts: Vec<Vec<Events>>) -> Vec<Events> {
-    parts.into_iter().flatten().collect()
-}
-
-fn answer(turn: u64, step: u64, id: u32, text_: &str, first_seq: u64) -> Vec<Events> {
-    vec![
-        chunks(turn, step, &text_response(text_)),
-        assistant(turn, step, id, text(text_), true, first_seq..first_seq + 5),
-    ]
-}
-
 fn ids(list: Vec<Arc<dsh_protocol::Message>>) -> Vec<String> {
     list.iter().map(|m| m.id.to_string()).collect()
 }

@@ -23,17 +23,6 @@ use dsh_testkit::scripted::{
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
-fn answer(turn: u64, step: u64, id: u32, text_: &str, first_seq: u64) -> Vec<Events> {
-    vec![
-        chunks(turn, step, &text_response(text_)),
-        assistant(turn, step, id, text(text_), true, first_seq..first_seq + 5),
-    ]
-}
-
-fn flat(parts: Vec<Vec<Events>>) -> Vec<Events> {
-    parts.into_iter().flatten().collect()
-}
-
 fn seqs(events: &[Arc<SessionEvent>]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
 }

@@ -8,6 +8,7 @@ mod contracts;
 mod expect;
 mod invariants_agent;
 mod invariants_log;
+mod invariants_requests;
 mod invariants_turns;
 mod lifecycle;
 mod support;

@@ -5,11 +5,17 @@ use dsh_agent::{Agent, ResumeError, ResumeSource};
 use dsh_protocol::SessionId;
 use dsh_session::{interrupted_turn_closers, SeedSource, Session, SessionEvent, SessionHeader};
 use dsh_testkit::harness::msg;
+use dsh_testkit::scripted::{text_response, ScriptEntry};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+
+/// A script of plain text answers, one per request.
+pub fn texts(answers: &[&str]) -> Vec<ScriptEntry> {
+    answers.iter().map(|a| text_response(a).into()).collect()
+}
 
 /// Queues `text` as a follow-up and waits until the agent is idle again.
 pub async fn run(agent: &Arc<dyn Agent>, text: &str) {
