@@ -51,12 +51,27 @@ impl<E: Waterfall> Next<E> {
                     pos: pos + 1,
                     ..self
                 };
-                return call(args, next).await;
+                return contained::<E, _>(|| call(args, next)).await;
             }
             pos += 1;
         }
         (self.default)(self.args).await
     }
+}
+
+/// Runs an async listener so that a panic, while building its future or while polling it,
+/// becomes a [`ListenerPanicked`] error for the dispatcher instead of unwinding through the
+/// caller (a driver task that unwinds would leave its turn open).
+async fn contained<E: crate::events::Event, T>(
+    start: impl FnOnce() -> BoxFuture<Result<T, BoxError>>,
+) -> Result<T, BoxError> {
+    use futures_util::FutureExt;
+    let future = catch_unwind(AssertUnwindSafe(start))
+        .map_err(|payload| event_panic(E::NAME, payload.as_ref()))?;
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| Err(event_panic(E::NAME, payload.as_ref())))
 }
 
 fn event_panic(name: &'static str, payload: &(dyn std::any::Any + Send)) -> BoxError {
@@ -135,7 +150,8 @@ impl Context {
             return Ok(None);
         };
         for listener in list.iter().filter(|l| l.hears(carrier)) {
-            if let Some(out) = (listener.call)(args.clone()).await? {
+            let call = &listener.call;
+            if let Some(out) = contained::<E, _>(|| call(args.clone())).await? {
                 return Ok(Some(out));
             }
         }
@@ -159,7 +175,7 @@ impl Context {
         let futures = list
             .iter()
             .filter(|l| l.hears(carrier))
-            .map(|l| (l.call)(args.clone()));
+            .map(|l| contained::<E, _>(|| (l.call)(args.clone())));
         let errors: Vec<BoxError> = futures_util::future::join_all(futures)
             .await
             .into_iter()

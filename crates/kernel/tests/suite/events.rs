@@ -483,3 +483,90 @@ fn once_fires_a_single_time_and_unregisters() {
     assert!(d.is_disposed());
     assert_eq!(ctx.live_counts(), (0, 0));
 }
+
+/// A panicking async listener must not unwind through the dispatcher's caller (an agent's
+/// driver task would die with its turn open); it becomes an error naming the event.
+#[tokio::test]
+async fn async_listener_panics_become_errors_in_every_awaited_mode() {
+    let ctx = Context::root();
+    ctx.on_serial::<Ask, _, _>(|_| async { panic!("serial boom") })
+        .unwrap()
+        .forget();
+    let err = ctx.serial::<Ask>(None, Arc::new(1)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "listener for `test/ask` panicked: serial boom"
+    );
+
+    ctx.on_parallel::<Flush, _, _>(|log| async move {
+        log.push("ran");
+        Ok(())
+    })
+    .unwrap()
+    .forget();
+    ctx.on_parallel::<Flush, _, _>(|_| async { panic!("parallel boom") })
+        .unwrap()
+        .forget();
+    let log = Log::default();
+    let err = ctx
+        .parallel::<Flush>(None, Arc::new(log.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.errors.len(), 1);
+    assert_eq!(
+        err.errors[0].to_string(),
+        "listener for `test/flush` panicked: parallel boom"
+    );
+    assert_eq!(log.take(), ["ran"], "the other parallel listener still ran");
+
+    // an inner waterfall listener that panics while building its future, and one that
+    // panics while running: the outer listener sees an error from `next`
+    let outer = Log::default();
+    let seen = outer.clone();
+    ctx.on_waterfall::<Wrap, _, _>(move |_, next| {
+        let seen = seen.clone();
+        async move {
+            let inner = next.run().await;
+            seen.push(format!("{}", inner.as_ref().unwrap_err()));
+            inner
+        }
+    })
+    .unwrap()
+    .forget();
+    let building = ctx
+        .on_waterfall::<Wrap, _, _>(|_, _next| -> std::future::Ready<Result<String, _>> {
+            panic!("while building")
+        })
+        .unwrap();
+    let err = ctx
+        .waterfall::<Wrap, _, _>(None, Arc::new(Log::default()), |_| async {
+            Ok("default".to_string())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "listener for `test/wrap` panicked: while building"
+    );
+    building.dispose();
+    ctx.on_waterfall::<Wrap, _, _>(|_, _next| async { panic!("while running") })
+        .unwrap()
+        .forget();
+    let err = ctx
+        .waterfall::<Wrap, _, _>(None, Arc::new(Log::default()), |_| async {
+            Ok("default".to_string())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "listener for `test/wrap` panicked: while running"
+    );
+    assert_eq!(
+        outer.take(),
+        [
+            "listener for `test/wrap` panicked: while building",
+            "listener for `test/wrap` panicked: while running"
+        ]
+    );
+}
