@@ -278,7 +278,7 @@ async fn hook_failures_become_results() {
     let result = tools.execute(call("t")).await;
     assert_eq!(
         result.error().unwrap().message,
-        "tools/execute hook failed: wrapper bug"
+        "tools/execute hook failed: listener for `tools/execute` panicked: wrapper bug"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
