@@ -33,6 +33,9 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// A run the person interrupted (SIGINT), like a shell's 128 + 2.
     pub const INTERRUPTED: u8 = 130;
+    /// A run forced down by a second SIGTERM during its drain, like a shell's 128 + 15. (A
+    /// single SIGTERM drains the turn and exits [`SUCCESS`].)
+    pub const TERMINATED: u8 = 143;
 }
 
 /// A command-line mistake that clap cannot see (an empty prompt, a missing id).

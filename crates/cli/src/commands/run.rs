@@ -1,8 +1,11 @@
 //! `dsh run [PROMPT]`: one headless turn, streamed, with an exit status that says how it
 //! ended.
 //!
-//! SIGINT cancels the turn with cause `user` and waits until the loop has closed it (so the
-//! log is balanced), then exits 130; a second SIGINT exits at once.
+//! SIGINT and SIGTERM both cancel the turn with cause `user` and give the loop a bounded
+//! drain (at most [`DRAIN_LIMIT`]) to close the turn and flush the session, so the log stays
+//! balanced. Afterwards SIGINT exits 130 and SIGTERM exits 0: a terminate request that was
+//! honoured is a clean shutdown, not a failure. A second signal during the drain exits at
+//! once.
 
 use super::run_output::{exit_status, RunOutput};
 use super::{exit, GlobalArgs, RunArgs, UsageError};
@@ -13,7 +16,12 @@ use dsh_protocol::{Message, SessionId};
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// How long a signalled run waits for the turn to close and the agent to be disposed
+/// before it exits anyway.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The prompt: the argument, or all of stdin when it is absent or `-`.
 fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
@@ -59,10 +67,10 @@ async fn run_turn(
     args: &RunArgs,
     prompt: String,
 ) -> anyhow::Result<u8> {
-    // Installed first, so a Ctrl-C during boot is not lost: it cancels the turn at once.
-    let mut interrupts = signal(SignalKind::interrupt())?;
+    // Installed first, so a signal during boot is not lost: it cancels the turn at once.
+    let mut signals = StopSignals::install()?;
     let runtime = Runtime::boot(settings, options)?;
-    let result = drive(&runtime, args, prompt, &mut interrupts).await;
+    let result = drive(&runtime, args, prompt, &mut signals).await;
     runtime.shutdown();
     result
 }
@@ -87,7 +95,7 @@ async fn drive(
     runtime: &Runtime,
     args: &RunArgs,
     prompt: String,
-    interrupts: &mut Signal,
+    signals: &mut StopSignals,
 ) -> anyhow::Result<u8> {
     let resume = session_to_resume(runtime, args)?;
     let output = Arc::new(RunOutput::new(
@@ -134,9 +142,8 @@ async fn drive(
         subscription.dispose();
         return Err(anyhow::Error::new(error).context("cannot send the prompt"));
     }
-    wait_for_turn(&handle, interrupts).await;
-    // Ordered teardown; the loop flushes the session before disposal completes.
-    handle.dispose().await;
+    // Ordered teardown: the loop flushes the session before disposal completes.
+    let stop = finish_turn(&handle, signals).await;
     subscription.dispose();
     notice.join();
     let cap = cap_hit
@@ -144,29 +151,98 @@ async fn drive(
         .then_some(args.max_turns)
         .flatten();
     output.finish(id.as_str(), cap);
-    Ok(exit_status(output.outcome().as_ref()))
+    Ok(match stop {
+        Some(Stop::Terminate) => exit::SUCCESS,
+        Some(Stop::Interrupt) | None => exit_status(output.outcome().as_ref()),
+    })
 }
 
-/// Waits until the agent is idle; the first SIGINT cancels the turn (and we keep waiting for
-/// it to close), a second one exits immediately.
-async fn wait_for_turn(handle: &AgentHandle, interrupts: &mut Signal) {
+/// A signal that stops the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// SIGINT (Ctrl-C): the user interrupted the turn.
+    Interrupt,
+    /// SIGTERM: something (a supervisor, `kill`) asked the process to shut down.
+    Terminate,
+}
+
+impl Stop {
+    /// The status when the drain runs out: what a completed drain would have exited with.
+    fn drained_status(self) -> u8 {
+        match self {
+            Self::Interrupt => exit::INTERRUPTED,
+            Self::Terminate => exit::SUCCESS,
+        }
+    }
+
+    /// The status of a forced exit: the shell's convention, 128 plus the signal number.
+    fn forced_status(self) -> u8 {
+        match self {
+            Self::Interrupt => exit::INTERRUPTED,
+            Self::Terminate => exit::TERMINATED,
+        }
+    }
+}
+
+/// The SIGINT and SIGTERM streams, read as one.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl StopSignals {
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Stop {
+        tokio::select! {
+            _ = self.interrupt.recv() => Stop::Interrupt,
+            _ = self.terminate.recv() => Stop::Terminate,
+        }
+    }
+}
+
+/// Waits until the agent is idle, then disposes it. A signal cancels the turn with cause
+/// `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
+/// signal, or running out of time, exits the process at once. Returns the signal, if any.
+async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<Stop> {
     let agent = handle.agent().clone();
     let idle = agent.when_idle();
     tokio::pin!(idle);
-    tokio::select! {
-        () = &mut idle => return,
-        _ = interrupts.recv() => {}
-    }
+    let stop = tokio::select! {
+        () = &mut idle => {
+            handle.dispose().await;
+            return None;
+        }
+        stop = signals.recv() => stop,
+    };
     if let Err(error) = agent.cancel(AgentCancelCause::User, CancelOptions::default()) {
         eprintln!("dsh: cancelling: {error}");
     }
+    let drain = async {
+        idle.await;
+        handle.dispose().await;
+    };
     tokio::select! {
-        () = &mut idle => {}
-        _ = interrupts.recv() => {
-            eprintln!("dsh: interrupted twice; exiting without waiting for the turn to close");
-            std::process::exit(i32::from(exit::INTERRUPTED));
+        drained = tokio::time::timeout(DRAIN_LIMIT, drain) => {
+            if drained.is_err() {
+                eprintln!(
+                    "dsh: the turn did not close within {} s; exiting without waiting",
+                    DRAIN_LIMIT.as_secs()
+                );
+                std::process::exit(i32::from(stop.drained_status()));
+            }
+        }
+        second = signals.recv() => {
+            eprintln!("dsh: signalled twice; exiting without waiting for the turn to close");
+            std::process::exit(i32::from(second.forced_status()));
         }
     }
+    Some(stop)
 }
 
 /// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is

@@ -1,5 +1,5 @@
 //! `dsh run`: streamed output, exit statuses, JSON Lines, resume and continue, stdin
-//! prompts, real tool calls, SIGINT.
+//! prompts, real tool calls, SIGINT and SIGTERM.
 
 use super::run_support::*;
 use dsh_session::SessionEvent;
@@ -155,8 +155,10 @@ async fn a_local_server_needs_no_key() {
     server.shutdown().await;
 }
 
-#[tokio::test]
-async fn sigint_cancels_the_turn_and_exits_130_with_a_balanced_log() {
+/// Starts a run whose answer stalls mid-stream, sends `signal` once the server has the
+/// request, and checks the turn was cancelled with cause `user`, both in the final `result`
+/// line and in the balanced stored log. Returns the exit code.
+async fn signal_a_stalled_run(signal: i32) -> Option<i32> {
     let stalled = Reply::text("This answer never finishes because the stream stalls")
         .chunks(6)
         .with_fault(Fault::Stall {
@@ -172,16 +174,17 @@ async fn sigint_cancels_the_turn_and_exits_130_with_a_balanced_log() {
     server.wait_for_requests(1).await;
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     let lines = json_lines(&output);
     let id = lines[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(
         lines.last().unwrap()["outcome"],
-        json!({"kind": "aborted", "reason": {"kind": "user"}})
+        json!({"kind": "aborted", "reason": {"kind": "user"}}),
+        "{}",
+        text(&output.stderr)
     );
     let events = sandbox.events(&id);
     assert_log_ok(&events);
@@ -190,6 +193,17 @@ async fn sigint_cancels_the_turn_and_exits_130_with_a_balanced_log() {
         [json!({"kind": "aborted", "reason": {"kind": "user"}})]
     );
     server.shutdown().await;
+    output.status.code()
+}
+
+#[tokio::test]
+async fn sigint_cancels_the_turn_and_exits_130_with_a_balanced_log() {
+    assert_eq!(signal_a_stalled_run(libc::SIGINT).await, Some(130));
+}
+
+#[tokio::test]
+async fn sigterm_cancels_the_turn_and_exits_0_with_a_balanced_log() {
+    assert_eq!(signal_a_stalled_run(libc::SIGTERM).await, Some(0));
 }
 
 #[tokio::test]
