@@ -19,8 +19,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
-/// Code for a route configuration the adapter cannot use (a malformed extra header).
+/// Code for a route configuration the adapter cannot use (a malformed extra header or user id).
 pub const INVALID_CONFIG: &str = "INVALID_CONFIG";
+
+/// The `user-agent` every request carries unless the route configures its own: says which
+/// implementation (and version) is calling, for the provider's attribution.
+pub const USER_AGENT: &str = concat!("dsh-rs/", env!("CARGO_PKG_VERSION"));
+
+/// The header carrying the anonymous installation id.
+const USER_ID_HEADER: &str = "x-deepseek-harness-user-id";
+/// The header carrying the session id.
+const SESSION_ID_HEADER: &str = "x-deepseek-harness-session-id";
 
 /// Largest error body read to find the provider's message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -31,6 +40,8 @@ pub struct OpenAiAdapter {
     env: Arc<dyn EnvLookup>,
     client: reqwest::Client,
     extra_headers: HeaderMap,
+    /// Sent only on routes that send it ([`RouteConfig::sends_user_id`]).
+    user_id: Option<HeaderValue>,
 }
 
 impl fmt::Debug for OpenAiAdapter {
@@ -74,7 +85,21 @@ impl OpenAiAdapter {
             env,
             client,
             extra_headers,
+            user_id: None,
         })
+    }
+
+    /// Sends `user_id` as `x-deepseek-harness-user-id` on routes that send it
+    /// ([`RouteConfig::sends_user_id`]); other routes ignore it.
+    pub fn with_user_id(mut self, user_id: &str) -> Result<Self, LlmError> {
+        let value = HeaderValue::from_str(user_id.trim()).map_err(|_| {
+            LlmError::new(
+                INVALID_CONFIG,
+                "the user id contains characters an HTTP header cannot carry",
+            )
+        })?;
+        self.user_id = Some(value);
+        Ok(self)
     }
 
     /// The route this adapter serves.
@@ -126,13 +151,15 @@ impl OpenAiAdapter {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        headers.insert(
-            reqwest::header::USER_AGENT,
-            HeaderValue::from_static(concat!("dsh/", env!("CARGO_PKG_VERSION"))),
-        );
+        headers
+            .entry(reqwest::header::USER_AGENT)
+            .or_insert(HeaderValue::from_static(USER_AGENT));
+        if let Some(user_id) = self.user_id.as_ref().filter(|_| self.route.sends_user_id()) {
+            headers.insert(USER_ID_HEADER, user_id.clone());
+        }
         if let Some(session) = &request.session_id {
             if let Ok(value) = HeaderValue::from_str(session.as_str()) {
-                headers.insert("x-deepseek-harness-session-id", value);
+                headers.insert(SESSION_ID_HEADER, value);
             }
         }
         Ok(headers)
@@ -329,7 +356,12 @@ pub fn register_routes(
 ) -> Result<Vec<AdapterHandle>, LlmError> {
     let mut handles: Vec<AdapterHandle> = Vec::new();
     for route in &config.routes {
-        let registered = OpenAiAdapter::new(route.clone(), env.clone()).and_then(|adapter| {
+        let adapter = OpenAiAdapter::new(route.clone(), env.clone());
+        let adapter = match &config.user_id {
+            Some(user_id) => adapter.and_then(|adapter| adapter.with_user_id(user_id)),
+            None => adapter,
+        };
+        let registered = adapter.and_then(|adapter| {
             runtime.register_adapter(
                 owner,
                 [route.route.clone()],

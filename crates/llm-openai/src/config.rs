@@ -242,9 +242,15 @@ pub struct RouteConfig {
     /// Whether a missing key fails the call (`INVALID_CREDENTIAL`) rather than sending none.
     #[serde(default = "yes")]
     pub api_key_required: bool,
-    /// Extra request headers.
+    /// Extra request headers. A configured `user-agent` replaces the adapter's own.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Whether to send the installation's anonymous id as `x-deepseek-harness-user-id`.
+    /// Unset means "only on the DeepSeek route": the id identifies an installation across
+    /// sessions, so it goes to third-party gateways only when someone asks for it. (The
+    /// per-session `x-deepseek-harness-session-id` is sent on every route, as before.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_user_id: Option<bool>,
     pub catalog: ModelCatalog,
     pub compat: Compat,
     /// The deployment's thinking mode when a request names no effort.
@@ -276,6 +282,7 @@ impl RouteConfig {
             api_key_env: "DEEPSEEK_API_KEY".into(),
             api_key_required: true,
             headers: BTreeMap::new(),
+            send_user_id: None,
             catalog: ModelCatalog {
                 models: vec![
                     ModelEntry::new("deepseek-v4-flash"),
@@ -309,6 +316,7 @@ impl RouteConfig {
             api_key_env: "OPENAI_API_KEY".into(),
             api_key_required: false,
             headers: BTreeMap::new(),
+            send_user_id: None,
             catalog: ModelCatalog {
                 models: Vec::new(),
                 accept_unlisted: true,
@@ -343,6 +351,12 @@ impl RouteConfig {
         base.trim().trim_end_matches('/').to_string()
     }
 
+    /// Whether requests carry `x-deepseek-harness-user-id`: as configured, else only on the
+    /// DeepSeek route.
+    pub fn sends_user_id(&self) -> bool {
+        self.send_user_id.unwrap_or(self.route == DEEPSEEK_ROUTE)
+    }
+
     /// Facts for `model` on this route.
     pub fn resolve_model(&self, model: &str) -> Option<ModelInfo> {
         self.catalog
@@ -351,17 +365,23 @@ impl RouteConfig {
 }
 
 /// The adapter plugin's configuration: the routes to register (both built-in routes when
-/// `routes` is not given).
+/// `routes` is not given) and the installation's anonymous id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct OpenAiConfig {
     pub routes: Vec<RouteConfig>,
+    /// The anonymous installation id (`$DSH_HOME/.anonymous-user-id`), sent as
+    /// `x-deepseek-harness-user-id` by routes that send harness headers. Not a secret, but
+    /// not a credential either: nothing fails without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
 }
 
 impl Default for OpenAiConfig {
     fn default() -> Self {
         Self {
             routes: vec![RouteConfig::deepseek(), RouteConfig::openai_compatible()],
+            user_id: None,
         }
     }
 }
@@ -437,5 +457,44 @@ mod tests {
         let mut bad = value;
         bad["routes"][0]["compat"]["supportsMagic"] = json!(true);
         assert!(serde_json::from_value::<OpenAiConfig>(bad).is_err());
+    }
+
+    #[test]
+    fn user_id_defaults_to_the_deepseek_route_only() {
+        assert!(RouteConfig::deepseek().sends_user_id());
+        assert!(!RouteConfig::openai_compatible().sends_user_id());
+        let renamed = RouteConfig {
+            route: "my-deepseek".into(),
+            ..RouteConfig::deepseek()
+        };
+        assert!(!renamed.sends_user_id());
+        let opted_in = RouteConfig {
+            send_user_id: Some(true),
+            ..RouteConfig::openai_compatible()
+        };
+        assert!(opted_in.sends_user_id());
+    }
+
+    #[test]
+    fn user_id_and_its_switch_round_trip_and_stay_optional() {
+        let config = OpenAiConfig {
+            routes: vec![RouteConfig {
+                send_user_id: Some(false),
+                ..RouteConfig::deepseek()
+            }],
+            user_id: Some("u-1".into()),
+        };
+        let value = serde_json::to_value(&config).unwrap();
+        assert_eq!(value["userId"], json!("u-1"));
+        assert_eq!(value["routes"][0]["sendUserId"], json!(false));
+        let back: OpenAiConfig = serde_json::from_value(value).unwrap();
+        assert_eq!(back, config);
+        let plain = serde_json::to_value(OpenAiConfig::default()).unwrap();
+        assert!(plain.get("userId").is_none());
+        assert!(plain["routes"][0].get("sendUserId").is_none());
+        assert_eq!(
+            serde_json::from_value::<OpenAiConfig>(json!({})).unwrap(),
+            OpenAiConfig::default()
+        );
     }
 }

@@ -8,6 +8,10 @@
 //! [`LlmRuntime`](dsh_llm::LlmRuntime), and [`OpenAiPlugin`] does so from a composition. The built-in routes are `deepseek-official`
 //! (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`) and `openai-compatible` (`OPENAI_API_KEY`,
 //! `OPENAI_BASE_URL`); environment lookups go through an injectable [`EnvLookup`].
+//! Every request says who is calling ([`USER_AGENT`], `dsh-rs/<version>`) and which session
+//! it serves (`x-deepseek-harness-session-id`); the installation's anonymous id
+//! ([`OpenAiConfig::user_id`]) goes out as `x-deepseek-harness-user-id` only on the DeepSeek
+//! route unless a route opts in ([`RouteConfig::send_user_id`]).
 //!
 //! [`RetryPlugin`] is the `agent/request-error` listener that retries retryable failures with
 //! the serving registration's [`dsh_llm::ResolvedRetryPolicy`], logging `llm/retry` and
@@ -22,7 +26,7 @@ pub mod status;
 pub mod translate;
 pub mod wire;
 
-pub use adapter::{register_routes, OpenAiAdapter, INVALID_CONFIG};
+pub use adapter::{register_routes, OpenAiAdapter, INVALID_CONFIG, USER_AGENT};
 pub use config::{
     Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry, OpenAiConfig,
     ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,

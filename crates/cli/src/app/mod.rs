@@ -16,15 +16,18 @@
 
 mod agent;
 mod error;
+mod identity;
 mod lookup;
 mod rows;
 
 pub use agent::{sandbox_mode as tool_sandbox_mode, AgentStart};
 pub use error::AppError;
+pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
-    approval_config, boot_composition, builtin_tools_config, canonical_workspace,
-    check_credentials, openai_config, persistence_config, plugin_table, sessions_root,
+    approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
+    canonical_workspace, check_credentials, openai_config, persistence_config, plugin_table,
+    sessions_root,
 };
 
 use crate::config::{self, Settings};
@@ -108,7 +111,8 @@ impl Runtime {
     pub fn boot(settings: Settings, options: BootOptions) -> Result<Runtime, AppError> {
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
-        let composition = boot_composition(&settings);
+        let user_id = anonymous_user_id(&settings.home.value);
+        let composition = boot_composition_with_user_id(&settings, user_id);
         let temp_root = create_temp_root()?;
 
         let root = Context::root();

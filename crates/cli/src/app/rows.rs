@@ -41,6 +41,12 @@ pub fn sessions_root(settings: &Settings) -> PathBuf {
 /// The composition to mount: the settings' rows, with computed configs filled in for the
 /// derived rows the settings file left at `null`.
 pub fn boot_composition(settings: &Settings) -> Composition {
+    boot_composition_with_user_id(settings, None)
+}
+
+/// [`boot_composition`], with the installation's anonymous id in the derived adapter config
+/// (a hand-written `llm-openai` row config is left as written).
+pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String>) -> Composition {
     let mut composition = settings.composition.clone();
     for row in &mut composition.rows {
         if !row.config.is_null() {
@@ -48,7 +54,11 @@ pub fn boot_composition(settings: &Settings) -> Composition {
         }
         let derived = match row.id.as_str() {
             config::PERSISTENCE_ROW => Some(json!({ "root": sessions_root(settings) })),
-            config::LLM_OPENAI_ROW => serde_json::to_value(openai_config(settings)).ok(),
+            config::LLM_OPENAI_ROW => serde_json::to_value(OpenAiConfig {
+                user_id: user_id.clone(),
+                ..openai_config(settings)
+            })
+            .ok(),
             config::TOOLS_BUILTIN_ROW => Some(builtin_tools_config(settings)),
             config::APPROVAL_ROW => Some(approval_config(settings)),
             _ => None,
@@ -101,6 +111,7 @@ fn key_required(provider: &Provider) -> bool {
 pub fn openai_config(settings: &Settings) -> OpenAiConfig {
     OpenAiConfig {
         routes: settings.providers.iter().map(route_config).collect(),
+        user_id: None,
     }
 }
 

@@ -297,3 +297,24 @@ async fn boot_refuses_a_disabled_agent_loop_and_an_unusable_workspace() {
         crate::config::AGENT_LOOP_ROW
     );
 }
+
+#[test]
+fn the_derived_adapter_row_carries_the_anonymous_user_id() {
+    let plain = home(None, &[]);
+    let settings = settings_of(&plain, &Overrides::default());
+    let id = anonymous_user_id(&settings.home.value).unwrap();
+    let composition = boot_composition_with_user_id(&settings, Some(id.clone()));
+    let adapter = row(&composition, config::LLM_OPENAI_ROW);
+    assert_eq!(adapter["userId"], json!(id));
+    let expected = serde_json::to_value(dsh_llm_openai::OpenAiConfig {
+        user_id: Some(id),
+        ..openai_config(&settings)
+    })
+    .unwrap();
+    assert_eq!(adapter, &expected);
+    // Without an id the row is exactly the settings' config.
+    let without = boot_composition(&settings);
+    assert!(row(&without, config::LLM_OPENAI_ROW)
+        .get("userId")
+        .is_none());
+}

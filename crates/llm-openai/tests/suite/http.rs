@@ -387,3 +387,125 @@ async fn plugin_registers_routes_from_composition_config_and_unwinds() {
     assert!(runtime.routes().is_empty());
     llm.dispose();
 }
+
+/// The attribution and correlation headers one request carried.
+fn identity_headers(seen: &Captured) -> [Option<String>; 3] {
+    [
+        seen.header("user-agent"),
+        seen.header("x-deepseek-harness-user-id"),
+        seen.header("x-deepseek-harness-session-id"),
+    ]
+}
+
+async fn headers_sent_by(route: RouteConfig, user_id: Option<&str>) -> [Option<String>; 3] {
+    let mut server = Server::start(vec![sse_reply(&sse_body(), 64)]).await;
+    let env = Arc::new(HashMap::from([
+        ("DEEPSEEK_API_KEY".to_string(), KEY.to_string()),
+        ("DEEPSEEK_BASE_URL".to_string(), server.base_url.clone()),
+        ("OPENAI_BASE_URL".to_string(), server.base_url.clone()),
+    ]));
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut adapter = OpenAiAdapter::with_client(route, env, client).unwrap();
+    if let Some(user_id) = user_id {
+        adapter = adapter.with_user_id(user_id).unwrap();
+    }
+    let (_, error) = drain(adapter.stream(Arc::new(request())).await.unwrap()).await;
+    assert!(error.is_none());
+    identity_headers(&server.request().await)
+}
+
+const USER: &str = "0b9a4f4e-6f58-4c2e-9d7e-3f1f2a9c8b7d";
+
+#[tokio::test]
+async fn deepseek_route_sends_attribution_and_harness_ids() {
+    let agent = format!("dsh-rs/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(dsh_llm_openai::USER_AGENT, agent);
+    assert_eq!(
+        headers_sent_by(RouteConfig::deepseek(), Some(USER)).await,
+        [
+            Some(agent.clone()),
+            Some(USER.into()),
+            Some("session-1".into())
+        ]
+    );
+    // Without an id the header is simply absent.
+    assert_eq!(
+        headers_sent_by(RouteConfig::deepseek(), None).await,
+        [Some(agent.clone()), None, Some("session-1".into())]
+    );
+    // Switched off on purpose: no installation id.
+    let quiet = RouteConfig {
+        send_user_id: Some(false),
+        ..RouteConfig::deepseek()
+    };
+    assert_eq!(
+        headers_sent_by(quiet, Some(USER)).await,
+        [Some(agent), None, Some("session-1".into())]
+    );
+}
+
+#[tokio::test]
+async fn openai_compatible_route_sends_no_user_id_unless_configured() {
+    let agent = format!("dsh-rs/{}", env!("CARGO_PKG_VERSION"));
+    // The session id still goes out: it names one session, not the installation.
+    assert_eq!(
+        headers_sent_by(RouteConfig::openai_compatible(), Some(USER)).await,
+        [Some(agent.clone()), None, Some("session-1".into())]
+    );
+    let opted_in = RouteConfig {
+        send_user_id: Some(true),
+        ..RouteConfig::openai_compatible()
+    };
+    assert_eq!(
+        headers_sent_by(opted_in, Some(USER)).await,
+        [Some(agent), Some(USER.into()), Some("session-1".into())]
+    );
+    // A gateway that wants its own user-agent gets it.
+    let branded = RouteConfig {
+        headers: [("User-Agent".to_string(), "my-gateway/1".to_string())].into(),
+        ..RouteConfig::openai_compatible()
+    };
+    assert_eq!(
+        headers_sent_by(branded, None).await,
+        [Some("my-gateway/1".into()), None, Some("session-1".into())]
+    );
+}
+
+#[tokio::test]
+async fn registered_routes_carry_the_configured_user_id() {
+    let mut server = Server::start(vec![sse_reply(&sse_body(), 64)]).await;
+    let ctx = Context::root();
+    let runtime = LlmRuntime::install(&ctx).unwrap();
+    let config = OpenAiConfig {
+        routes: vec![RouteConfig {
+            base_url: Some(server.base_url.clone()),
+            ..RouteConfig::deepseek()
+        }],
+        user_id: Some(USER.into()),
+    };
+    let handles = register_routes(&ctx, &runtime, &config, env(&server.base_url)).unwrap();
+    assert_eq!(handles.len(), 1);
+    let mut req = request();
+    let prepared = runtime
+        .prepare_call(req.config.clone(), &Default::default())
+        .await
+        .unwrap();
+    req.config = prepared.config().clone();
+    let (_, error) = drain(prepared.stream(Arc::new(req)).await.unwrap()).await;
+    assert!(error.is_none());
+    let seen = server.request().await;
+    assert_eq!(
+        seen.header("x-deepseek-harness-user-id").as_deref(),
+        Some(USER)
+    );
+}
+
+#[test]
+fn an_id_no_header_can_carry_is_a_config_error() {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let adapter =
+        OpenAiAdapter::with_client(RouteConfig::deepseek(), env("http://127.0.0.1:9"), client)
+            .unwrap();
+    let error = adapter.with_user_id("bad\nid").err().unwrap();
+    assert_eq!(error.failure.code, dsh_llm_openai::INVALID_CONFIG);
+}

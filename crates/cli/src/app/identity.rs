@@ -1,0 +1,151 @@
+//! The anonymous installation id: `$DSH_HOME/.anonymous-user-id`, a random v4 UUID that lets
+//! the provider correlate requests (and feedback) from one installation without knowing who
+//! it is.
+//!
+//! The id is a nicety, never a requirement: every failure here ends in `None` (logged at
+//! debug) and the run goes on without the header.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use uuid::Uuid;
+
+/// The id file's name inside `$DSH_HOME`.
+pub const ANONYMOUS_USER_ID_FILE: &str = ".anonymous-user-id";
+
+/// The installation's anonymous id, creating the file on first use.
+///
+/// A file that exists but does not hold a UUID is left alone (it is the user's file) and
+/// yields `None`.
+pub fn anonymous_user_id(home: &Path) -> Option<String> {
+    let path = home.join(ANONYMOUS_USER_ID_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => parse(&text, &path),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => match create(home) {
+            Ok(id) => Some(id),
+            Err(error) => {
+                tracing::debug!(path = %path.display(), %error, "could not create the anonymous user id");
+                None
+            }
+        },
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "could not read the anonymous user id");
+            None
+        }
+    }
+}
+
+fn parse(text: &str, path: &Path) -> Option<String> {
+    match Uuid::parse_str(text.trim()) {
+        Ok(id) => Some(id.hyphenated().to_string()),
+        Err(_) => {
+            tracing::debug!(path = %path.display(), "the anonymous user id file does not hold a UUID");
+            None
+        }
+    }
+}
+
+/// Writes a fresh id to a private temp file and links it into place, so no reader ever sees
+/// a half-written file and a concurrent first run cannot be overwritten: whoever links first
+/// wins, and the loser adopts the winner's id.
+fn create(home: &Path) -> io::Result<String> {
+    fs::create_dir_all(home)?;
+    let id = Uuid::new_v4().hyphenated().to_string();
+    let target = home.join(ANONYMOUS_USER_ID_FILE);
+    let temp = home.join(format!(
+        "{ANONYMOUS_USER_ID_FILE}.{}.tmp",
+        Uuid::new_v4().simple()
+    ));
+    let written = write_private(&temp, &id).and_then(|()| fs::hard_link(&temp, &target));
+    let _ = fs::remove_file(&temp);
+    match written {
+        Ok(()) => Ok(id),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            let text = fs::read_to_string(&target)?;
+            parse(&text, &target)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a UUID"))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn write_private(path: &Path, id: &str) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(format!("{id}\n").as_bytes())?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn created_once_private_and_reused() {
+        let home = tempfile::tempdir().unwrap();
+        let first = anonymous_user_id(home.path()).unwrap();
+        let parsed = Uuid::parse_str(&first).unwrap();
+        assert_eq!(parsed.get_version_num(), 4);
+        let path = home.path().join(ANONYMOUS_USER_ID_FILE);
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{first}\n"));
+        assert_eq!(anonymous_user_id(home.path()), Some(first));
+        // No temp files are left behind.
+        let names: Vec<_> = fs::read_dir(home.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec![ANONYMOUS_USER_ID_FILE.to_owned()]);
+    }
+
+    #[test]
+    fn an_existing_id_is_adopted() {
+        let home = tempfile::tempdir().unwrap();
+        let id = "0b9a4f4e-6f58-4c2e-9d7e-3f1f2a9c8b7d";
+        fs::write(
+            home.path().join(ANONYMOUS_USER_ID_FILE),
+            format!("  {id}\n"),
+        )
+        .unwrap();
+        assert_eq!(anonymous_user_id(home.path()).as_deref(), Some(id));
+    }
+
+    #[test]
+    fn unreadable_or_garbled_files_yield_none_and_are_kept() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join(ANONYMOUS_USER_ID_FILE);
+        fs::write(&path, "not-a-uuid\n").unwrap();
+        assert_eq!(anonymous_user_id(home.path()), None);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "not-a-uuid\n");
+
+        // A directory in the file's place cannot be read as text (root ignores mode bits,
+        // so this stands in for a permission failure).
+        let odd = tempfile::tempdir().unwrap();
+        fs::create_dir(odd.path().join(ANONYMOUS_USER_ID_FILE)).unwrap();
+        assert_eq!(anonymous_user_id(odd.path()), None);
+
+        // A file without read permission (only observable when not running as root).
+        let locked = tempfile::tempdir().unwrap();
+        let path = locked.path().join(ANONYMOUS_USER_ID_FILE);
+        fs::write(&path, "0b9a4f4e-6f58-4c2e-9d7e-3f1f2a9c8b7d\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+        if fs::read(&path).is_err() {
+            assert_eq!(anonymous_user_id(locked.path()), None);
+        }
+    }
+
+    #[test]
+    fn an_unwritable_home_yields_none() {
+        let home = tempfile::tempdir().unwrap();
+        // The home path is a regular file: nothing can be created under it.
+        let blocked = home.path().join("file");
+        fs::write(&blocked, "").unwrap();
+        assert_eq!(anonymous_user_id(&blocked), None);
+    }
+}
