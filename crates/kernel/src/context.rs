@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use crate::dispatch::Next;
 use crate::error::{BoxError, KernelError};
 use crate::events::{
-    ListenOptions, Listener, Notification, NotifyFn, NotifyKey, Parallel, ParallelFn, ParallelKey,
-    Registry, Serial, SerialFn, SerialKey, TypeIdMap, Waterfall, WaterfallFn, WaterfallKey,
+    DispatchMode, ListenOptions, Listener, ListenerInfo, Notification, NotifyFn, NotifyKey,
+    Parallel, ParallelFn, ParallelKey, Placement, Registry, Serial, SerialFn, SerialKey, TypeIdMap,
+    Waterfall, WaterfallFn, WaterfallKey,
 };
 use crate::fiber::{lock, Disposer, Fiber};
 use crate::scope::ScopeKey;
@@ -229,6 +230,7 @@ impl Context {
         &self,
         key: TypeId,
         label: &'static str,
+        mode: DispatchMode,
         opts: ListenOptions,
         call: Arc<F>,
     ) -> Result<Disposer, KernelError> {
@@ -240,7 +242,13 @@ impl Context {
             global: opts.global,
             call,
         };
-        self.rt.events.insert::<F>(key, listener, opts.prepend);
+        let placement = Placement {
+            event: label,
+            mode,
+            owner: self.fiber.path().into(),
+            prepend: opts.prepend,
+        };
+        self.rt.events.insert::<F>(key, listener, placement);
         let weak = Arc::downgrade(&self.rt);
         self.fiber.add_effect(label, move || {
             if let Some(rt) = weak.upgrade() {
@@ -264,7 +272,13 @@ impl Context {
         f: impl Fn(&E::Payload) -> Result<(), BoxError> + Send + Sync + 'static,
     ) -> Result<Disposer, KernelError> {
         let call: Arc<NotifyFn<E>> = Arc::new(f);
-        self.listen(TypeId::of::<NotifyKey<E>>(), E::NAME, opts, call)
+        self.listen(
+            TypeId::of::<NotifyKey<E>>(),
+            E::NAME,
+            DispatchMode::Notification,
+            opts,
+            call,
+        )
     }
 
     /// Observes the next `E` this context would hear, then unregisters itself.
@@ -309,7 +323,13 @@ impl Context {
         Fut: Future<Output = Result<Option<E::Output>, BoxError>> + Send + 'static,
     {
         let call: Arc<SerialFn<E>> = Arc::new(move |args| Box::pin(f(args)));
-        self.listen(TypeId::of::<SerialKey<E>>(), E::NAME, opts, call)
+        self.listen(
+            TypeId::of::<SerialKey<E>>(),
+            E::NAME,
+            DispatchMode::Serial,
+            opts,
+            call,
+        )
     }
 
     /// Joins parallel event `E`.
@@ -332,7 +352,13 @@ impl Context {
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
         let call: Arc<ParallelFn<E>> = Arc::new(move |args| Box::pin(f(args)));
-        self.listen(TypeId::of::<ParallelKey<E>>(), E::NAME, opts, call)
+        self.listen(
+            TypeId::of::<ParallelKey<E>>(),
+            E::NAME,
+            DispatchMode::Parallel,
+            opts,
+            call,
+        )
     }
 
     /// Joins waterfall `E` as middleware: call `next.run().await` to continue inward, or
@@ -356,7 +382,19 @@ impl Context {
         Fut: Future<Output = Result<E::Output, BoxError>> + Send + 'static,
     {
         let call: Arc<WaterfallFn<E>> = Arc::new(move |args, next| Box::pin(f(args, next)));
-        self.listen(TypeId::of::<WaterfallKey<E>>(), E::NAME, opts, call)
+        self.listen(
+            TypeId::of::<WaterfallKey<E>>(),
+            E::NAME,
+            DispatchMode::Waterfall,
+            opts,
+            call,
+        )
+    }
+
+    /// Every live listener of this kernel (all scopes), sorted by extension point: the
+    /// machine-readable half of `docs/extension-points.md`.
+    pub fn listeners(&self) -> Vec<ListenerInfo> {
+        self.rt.events.describe()
     }
 
     /// Number of live listeners and services in this kernel; for leak tests.

@@ -112,6 +112,57 @@ impl<F: ?Sized> Clone for Listener<F> {
     }
 }
 
+/// The four dispatch modes an extension point can be declared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DispatchMode {
+    /// [`Notification`]: synchronous, contained observers.
+    Notification,
+    /// [`Serial`]: awaited one by one, first `Some` wins.
+    Serial,
+    /// [`Parallel`]: all awaited concurrently, failures aggregated.
+    Parallel,
+    /// [`Waterfall`]: async middleware with `next`.
+    Waterfall,
+}
+
+impl DispatchMode {
+    /// The lowercase word used in docs (`notification`, `serial`, `parallel`, `waterfall`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Notification => "notification",
+            Self::Serial => "serial",
+            Self::Parallel => "parallel",
+            Self::Waterfall => "waterfall",
+        }
+    }
+}
+
+/// One live listener, as [`crate::Context::listeners`] reports it: which extension point it
+/// joined, and which fiber owns it. This is what lets a test (and `docs/extension-points.md`)
+/// say who listens to what without reading every plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerInfo {
+    /// The extension point's [`Event::NAME`].
+    pub event: &'static str,
+    pub mode: DispatchMode,
+    /// The owning fiber's path from the root, `/`-separated (`root/store/...`); the first
+    /// segment below the root is the composition row that registered it.
+    pub owner: Arc<str>,
+    /// Registered in a scope (an agent's context) rather than globally.
+    pub scoped: bool,
+    /// Registered with [`ListenOptions::global`].
+    pub global: bool,
+}
+
+/// What the registry keeps about each listener of a slot, beside the typed list.
+#[derive(Clone)]
+struct ListenerMeta {
+    id: u64,
+    owner: Arc<str>,
+    scoped: bool,
+    global: bool,
+}
+
 impl<F: ?Sized> Listener<F> {
     /// Scope routing: global and unscoped listeners hear everything; a listener in scope S
     /// hears a dispatch whose carrier is S or a descendant of S; an unscoped dispatch
@@ -154,6 +205,18 @@ struct Slot {
     len: usize,
     /// Always an `Arc<[Listener<F>]>` for the `F` that belongs to the key.
     list: Box<dyn Any + Send + Sync>,
+    event: &'static str,
+    mode: DispatchMode,
+    /// Same order as `list`; read only by [`Registry::describe`], never on dispatch.
+    meta: Vec<ListenerMeta>,
+}
+
+/// Where a new listener goes and who owns it.
+pub(crate) struct Placement {
+    pub(crate) event: &'static str,
+    pub(crate) mode: DispatchMode,
+    pub(crate) owner: Arc<str>,
+    pub(crate) prepend: bool,
 }
 
 #[derive(Default)]
@@ -179,21 +242,35 @@ impl Registry {
         &self,
         key: TypeId,
         listener: Listener<F>,
-        prepend: bool,
+        placement: Placement,
     ) {
         let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
-        let old: &[Listener<F>] = slots
+        let (old, old_meta): (&[Listener<F>], &[ListenerMeta]) = slots
             .get(&key)
-            .and_then(|s| s.list.downcast_ref::<Arc<[Listener<F>]>>())
-            .map(|a| &a[..])
-            .unwrap_or(&[]);
+            .and_then(|s| {
+                s.list
+                    .downcast_ref::<Arc<[Listener<F>]>>()
+                    .map(|a| (&a[..], &s.meta[..]))
+            })
+            .unwrap_or((&[], &[]));
+        let meta = ListenerMeta {
+            id: listener.id,
+            owner: placement.owner,
+            scoped: listener.scope.is_some(),
+            global: listener.global,
+        };
         let mut next = Vec::with_capacity(old.len() + 1);
-        if prepend {
+        let mut next_meta = Vec::with_capacity(old.len() + 1);
+        if placement.prepend {
             next.push(listener);
             next.extend_from_slice(old);
+            next_meta.push(meta);
+            next_meta.extend_from_slice(old_meta);
         } else {
             next.extend_from_slice(old);
             next.push(listener);
+            next_meta.extend_from_slice(old_meta);
+            next_meta.push(meta);
         }
         let list: Arc<[Listener<F>]> = next.into();
         slots.insert(
@@ -201,6 +278,9 @@ impl Registry {
             Slot {
                 len: list.len(),
                 list: Box::new(list),
+                event: placement.event,
+                mode: placement.mode,
+                meta: next_meta,
             },
         );
     }
@@ -219,16 +299,31 @@ impl Registry {
         let next: Vec<Listener<F>> = old.iter().filter(|l| l.id != id).cloned().collect();
         if next.is_empty() {
             slots.remove(&key);
-        } else {
+        } else if let Some(slot) = slots.get_mut(&key) {
             let list: Arc<[Listener<F>]> = next.into();
-            slots.insert(
-                key,
-                Slot {
-                    len: list.len(),
-                    list: Box::new(list),
-                },
-            );
+            slot.len = list.len();
+            slot.list = Box::new(list);
+            slot.meta.retain(|m| m.id != id);
         }
+    }
+
+    /// Every live listener, grouped by extension point in registration order.
+    pub(crate) fn describe(&self) -> Vec<ListenerInfo> {
+        let slots = self.slots.read().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<ListenerInfo> = slots
+            .values()
+            .flat_map(|slot| {
+                slot.meta.iter().map(|m| ListenerInfo {
+                    event: slot.event,
+                    mode: slot.mode,
+                    owner: m.owner.clone(),
+                    scoped: m.scoped,
+                    global: m.global,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (a.event, a.mode).cmp(&(b.event, b.mode)));
+        out
     }
 
     /// Total number of registered listeners across all events and modes.

@@ -87,6 +87,18 @@ impl Fiber {
         &self.inner.name
     }
 
+    /// The names from the root fiber down to this one, joined with `/` (`root/store`).
+    pub fn path(&self) -> String {
+        let mut names = vec![self.inner.name.to_string()];
+        let mut parent = self.inner.parent.as_ref().and_then(Weak::upgrade);
+        while let Some(p) = parent {
+            names.push(p.name.to_string());
+            parent = p.parent.as_ref().and_then(Weak::upgrade);
+        }
+        names.reverse();
+        names.join("/")
+    }
+
     /// False once `dispose` has started.
     pub fn is_active(&self) -> bool {
         lock(&self.inner.state).active

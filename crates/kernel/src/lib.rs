@@ -50,7 +50,10 @@ pub use composition::{mount, Composition, PatchOp, PluginTable, Row};
 pub use context::Context;
 pub use dispatch::Next;
 pub use error::{AggregateError, BoxError, KernelError, ListenerPanicked};
-pub use events::{BoxFuture, Event, ListenOptions, Notification, Parallel, Serial, Waterfall};
+pub use events::{
+    BoxFuture, DispatchMode, Event, ListenOptions, ListenerInfo, Notification, Parallel, Serial,
+    Waterfall,
+};
 pub use fiber::{Disposer, Fiber};
 pub use layers::{AnonymousEntries, EntryId, LayerUndo, NamedEntries, ScopedLayers};
 pub use plugin::{Plugin, ServiceName};

@@ -570,3 +570,45 @@ async fn async_listener_panics_become_errors_in_every_awaited_mode() {
         ]
     );
 }
+
+#[test]
+fn listeners_report_event_mode_owner_and_scope_and_vanish_with_their_fiber() {
+    use dsh_kernel::DispatchMode;
+    let root = Context::root();
+    let store = root.child("store").unwrap();
+    store.on::<Ping>(|_| Ok(())).unwrap().forget();
+    let agent = store.create_scope(ScopeKey::new("agent-1"), None).unwrap();
+    agent
+        .on_waterfall::<Wrap, _, _>(|args, next| async move {
+            let _ = args;
+            next.run().await
+        })
+        .unwrap()
+        .forget();
+    let seen: Vec<(&str, DispatchMode, String, bool)> = root
+        .listeners()
+        .into_iter()
+        .map(|l| (l.event, l.mode, l.owner.to_string(), l.scoped))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "test/ping",
+                DispatchMode::Notification,
+                "root/store".to_string(),
+                false
+            ),
+            (
+                "test/wrap",
+                DispatchMode::Waterfall,
+                "root/store/agent-1".to_string(),
+                true
+            ),
+        ]
+    );
+    agent.fiber().dispose();
+    assert_eq!(root.listeners().len(), 1);
+    store.fiber().dispose();
+    assert!(root.listeners().is_empty());
+}
