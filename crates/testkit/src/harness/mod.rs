@@ -439,7 +439,7 @@ impl Harness {
     }
 
     /// Waits until every agent is idle, then checks every log with
-    /// [`assert_log_ok`](crate::checks::assert_log_ok) and every model request with the
+    /// [`assert_log_ok`] and every model request with the
     /// reconstruction check. Panics on the first problem.
     ///
     /// "Every agent" is each tracked one (also when disposed since) and each agent still in

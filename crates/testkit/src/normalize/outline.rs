@@ -4,23 +4,6 @@
 //! outline pins the order of events and the facts a reader scans for (turn and step
 //! numbers, message text, tool names and error codes, citations, splice shapes), so a test
 //! of ordering can compare the complete sequence without restating every chunk's payload.
-//!
-//! | event | line |
-//! |---|---|
-//! | `turn/start`, `turn/end` | `turn/start 1`, `turn/end 1 completed` / `… aborted user` / `… error CODE` |
-//! | `step/start`, `step/end` | `step/start 1.2` |
-//! | `user/message` | `user: <text>` |
-//! | `assistant/chunk` | `chunk <chunk type>` |
-//! | `assistant/message` | `assistant: <text> +usage` (`assistant (interrupted): …`) |
-//! | `tool/call` | `tool/call <call id> <name> <arguments>` |
-//! | `tool/result` | `tool/result <text>` (`ERR ` before error text, ` [CODE]` after) |
-//! | `request/header`, `request/context` | `request/header initial`, `request/context <provider>/<model>` |
-//! | `agent/inbox/spliced` | `splice <target> @<start> -<removed> +[<texts>]` (` canceled`) |
-//! | anything else | its type |
-//!
-//! Every line ends with ` (replace)` for a surface replace and ` cites [seqs]` when the event
-//! cites others. Message content renders as its text; reasoning as `(thinking …)`, tool
-//! calls as `<call id name>`, other blocks as `<block>`.
 
 use dsh_protocol::{ContentBlock, Message};
 use dsh_session::{EventData, SessionEvent, SurfaceOp, TurnEndReason};
@@ -28,7 +11,24 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Borrow;
 
-/// One line per event of `events`, in order (see the [module docs](self)).
+/// One line per event of `events`, in order:
+///
+/// | event | line |
+/// |---|---|
+/// | `turn/start`, `turn/end` | `turn/start 1`, `turn/end 1 completed` / `… aborted user` / `… error CODE` |
+/// | `step/start`, `step/end` | `step/start 1.2` |
+/// | `user/message` | `user: <text>` |
+/// | `assistant/chunk` | `chunk <chunk type>` |
+/// | `assistant/message` | `assistant: <text> +usage` (`assistant (interrupted): …`) |
+/// | `tool/call` | `tool/call <call id> <name> <arguments>` |
+/// | `tool/result` | `tool/result <text>` (`ERR ` before error text, ` [CODE]` after) |
+/// | `request/header`, `request/context` | `request/header initial`, `request/context <provider>/<model>` |
+/// | `agent/inbox/spliced` | `splice <target> @<start> -<removed> +[<texts>]` (` canceled`) |
+/// | anything else | its type |
+///
+/// Every line ends with ` (replace)` for a surface replace and ` cites [seqs]` when the event
+/// cites others. Message content renders as its text; reasoning as `(thinking …)`, tool
+/// calls as `<call id name>`, other blocks as `<block>`.
 pub fn outline<E: Borrow<SessionEvent>>(events: &[E]) -> Vec<String> {
     events.iter().map(|e| line(e.borrow())).collect()
 }
