@@ -1,26 +1,23 @@
 //! Cancellation windows (spec §2.3, §2.4, §4.8).
 
-use super::harness::{take, until, Harness, Log, TestTool};
-use super::normalize::outline;
-use super::scripted::{text, text_chunks, tool_calls, Reply};
-use super::turns::msg;
 use dsh_agent::{Agent, AgentCancelCause, AgentStatus, AgentStatusChanged, CancelOptions, PreStep};
-use dsh_protocol::FinishReason;
+use dsh_testkit::harness::{msg, until, Harness, ScriptedTool};
+use dsh_testkit::normalize::outline;
+use dsh_testkit::scripted::{text_response, tool_call_response, ScriptEntry};
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 
 fn cancel(agent: &Arc<dyn Agent>, cause: AgentCancelCause) {
     agent.cancel(cause, CancelOptions::default()).unwrap();
 }
 
 fn has(agent: &Arc<dyn Agent>, line: &str) -> bool {
-    outline(agent.session()).iter().any(|l| l == line)
+    outline(&agent.session().events()).iter().any(|l| l == line)
 }
 
 #[tokio::test]
 async fn cancel_before_turn_start_leaves_no_turn_at_all() {
-    let h = Harness::new();
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder().build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent
         .ctx()
         .on::<AgentStatusChanged>(|e| {
@@ -36,23 +33,20 @@ async fn cancel_before_turn_start_leaves_no_turn_at_all() {
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session()),
+        outline(&agent.session().events()),
         [
             "splice next-turn @0 -0 +[\"a\"]",
             "splice next-turn @0 -1 +[] canceled"
         ]
     );
-    let statuses: Vec<String> = take(&live)
-        .into_iter()
-        .filter(|l| l.starts_with("status"))
-        .collect();
-    assert_eq!(statuses, ["status running", "status idle"]);
+    assert_eq!(live.only(&["status"]), ["status running", "status idle"]);
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn cancel_during_pre_step_closes_a_no_step_turn_as_aborted() {
-    let h = Harness::new();
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder().build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent
         .ctx()
         .on_waterfall::<PreStep, _, _>(|args, next| {
@@ -66,7 +60,7 @@ async fn cancel_during_pre_step_closes_a_no_step_turn_as_aborted() {
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session()),
+        outline(&agent.session().events()),
         [
             "splice next-turn @0 -0 +[\"a\"]",
             "turn/start 1",
@@ -74,25 +68,25 @@ async fn cancel_during_pre_step_closes_a_no_step_turn_as_aborted() {
             "turn/end 1 aborted hook",
         ]
     );
-    assert!(h.model.requests().is_empty());
+    assert!(h.adapter().requests().is_empty());
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn cancel_mid_stream_records_exactly_the_visible_prefix() {
-    let h = Harness::new();
-    h.model.push(Reply::HangAfter(
-        text_chunks("partial", FinishReason::Stop),
-        2,
-    ));
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder()
+        .script([ScriptEntry::HangAfter(2, text_response("partial"))])
+        .build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
-    until(|| has(&agent, "chunk text-delta")).await;
+    h.adapter().wait_for_hang(1).await;
+    assert!(has(&agent, "chunk text-delta"));
     cancel(&agent, AgentCancelCause::User);
     // The first cause wins.
     cancel(&agent, AgentCancelCause::Parent);
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session())[7..],
+        outline(&agent.session().events())[7..],
         [
             "chunk block-start",
             "chunk text-delta",
@@ -104,20 +98,22 @@ async fn cancel_mid_stream_records_exactly_the_visible_prefix() {
     let events = agent.session().events();
     let interrupted = serde_json::to_value(&*events[9]).unwrap();
     assert_eq!(interrupted["data"]["interrupted"], serde_json::json!(true));
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn cancel_before_visible_text_records_no_message() {
-    let h = Harness::new();
-    h.model
-        .push(Reply::HangAfter(text_chunks("  ", FinishReason::Stop), 2));
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder()
+        .script([ScriptEntry::HangAfter(2, text_response("  "))])
+        .build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
-    until(|| has(&agent, "chunk text-delta")).await;
+    h.adapter().wait_for_hang(1).await;
+    assert!(has(&agent, "chunk text-delta"));
     cancel(&agent, AgentCancelCause::User);
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session())[7..],
+        outline(&agent.session().events())[7..],
         [
             "chunk block-start",
             "chunk text-delta",
@@ -125,26 +121,24 @@ async fn cancel_before_visible_text_records_no_message() {
             "turn/end 1 aborted user"
         ]
     );
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn cancel_during_tools_drains_started_calls_and_pairs_the_rest() {
-    let h = Harness::new();
-    let log = Log::default();
-    let gate = Arc::new(Semaphore::new(0));
-    h.register(TestTool::new("wait", &log).gated(&gate).arc());
-    h.register(TestTool::new("x", &log).arc());
-    h.model.push(tool_calls(&[
-        ("g1", "wait", "{}"),
-        ("x2", "x", "{}"),
-        ("x3", "x", "{}"),
-    ]));
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder()
+        .scripted_tools([ScriptedTool::new("wait").held(), ScriptedTool::new("x")])
+        .script([
+            tool_call_response(&[("g1", "wait", "{}"), ("x2", "x", "{}"), ("x3", "x", "{}")])
+                .into(),
+        ])
+        .build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
-    until(|| log.lock().unwrap().contains(&"start g1".to_string())).await;
+    h.probe().wait_for("start g1").await;
     cancel(&agent, AgentCancelCause::User);
     agent.when_idle().await;
-    let tools: Vec<String> = outline(agent.session())
+    let tools: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .skip_while(|l| !l.starts_with("tool/"))
         .collect();
@@ -152,46 +146,45 @@ async fn cancel_during_tools_drains_started_calls_and_pairs_the_rest() {
         tools,
         [
             "tool/call g1 wait {}",
-            "tool/result ERR Error: tool call aborted [ABORTED] cites [18]",
+            "tool/result ERR Error: tool call aborted [ABORTED] cites [19]",
             "tool/call x2 x {}",
-            "tool/result ERR Error: tool call aborted before dispatch [ABORTED_BEFORE_DISPATCH] cites [20]",
+            "tool/result ERR Error: tool call aborted before dispatch [ABORTED_BEFORE_DISPATCH] cites [21]",
             "tool/call x3 x {}",
-            "tool/result ERR Error: tool call aborted before dispatch [ABORTED_BEFORE_DISPATCH] cites [22]",
+            "tool/result ERR Error: tool call aborted before dispatch [ABORTED_BEFORE_DISPATCH] cites [23]",
             "step/end 1.1",
             "turn/end 1 aborted user",
         ]
     );
-    assert!(!log.lock().unwrap().contains(&"start x2".to_string()));
+    assert_eq!(h.probe().journal(), ["start g1", "end g1"]);
+    h.finish().await;
 }
 
-/// Turn 1 blocks in a tool that ignores cancellation until `gate` opens.
-async fn stuck_in_a_tool(h: &Harness, gate: &Arc<Semaphore>) -> Arc<dyn Agent> {
-    let log = Log::default();
-    let mut tool = TestTool::new("stuck", &log).gated(gate);
-    tool.stubborn = true;
-    h.register(tool.arc());
-    h.model.push(tool_calls(&[("t1", "stuck", "{}")]));
-    let agent = h.agent("s1").await.agent().clone();
+/// Turn 1 of agent `s1` blocks in tool call `t1`, which ignores cancellation until the
+/// probe releases it.
+async fn stuck_in_a_tool() -> (Harness, Arc<dyn Agent>) {
+    let h = Harness::builder()
+        .scripted_tools([ScriptedTool::new("stuck").stubborn()])
+        .script([tool_call_response(&[("t1", "stuck", "{}")]).into()])
+        .build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
-    until(|| log.lock().unwrap().contains(&"start t1".to_string())).await;
-    agent
+    h.probe().wait_for("start t1").await;
+    (h, agent)
 }
 
 #[tokio::test]
 async fn a_wake_after_abort_is_latched_and_runs_once_idle() {
-    let h = Harness::new();
-    let gate = Arc::new(Semaphore::new(0));
-    let agent = stuck_in_a_tool(&h, &gate).await;
+    let (h, agent) = stuck_in_a_tool().await;
     let live = h.record();
     cancel(&agent, AgentCancelCause::User);
     // Aborted but not idle: a steer is routed to next-turn and latched.
     agent.steer(msg("again")).unwrap();
     assert_eq!(agent.inbox().next_turn().len(), 1);
-    h.model.push(text("fine"));
-    gate.add_permits(1);
+    h.adapter().push(text_response("fine"));
+    h.probe().release("t1");
     until(|| has(&agent, "turn/end 2 completed")).await;
     agent.when_idle().await;
-    let turns: Vec<String> = outline(agent.session())
+    let turns: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("turn/") || l.starts_with("user:"))
         .collect();
@@ -206,25 +199,23 @@ async fn a_wake_after_abort_is_latched_and_runs_once_idle() {
             "turn/end 2 completed"
         ]
     );
-    let statuses: Vec<String> = take(&live)
-        .into_iter()
-        .filter(|l| l.starts_with("status"))
-        .collect();
-    assert_eq!(statuses, ["status idle", "status running", "status idle"]);
+    assert_eq!(
+        live.only(&["status"]),
+        ["status idle", "status running", "status idle"]
+    );
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn inject_after_abort_parks_and_a_disposed_cancel_never_latches() {
-    let h = Harness::new();
-    let gate = Arc::new(Semaphore::new(0));
-    let agent = stuck_in_a_tool(&h, &gate).await;
+    let (h, agent) = stuck_in_a_tool().await;
     cancel(&agent, AgentCancelCause::Disposed);
     agent.steer(msg("lost")).unwrap();
     agent.inject(msg("parked")).unwrap();
-    gate.add_permits(1);
+    h.probe().release("t1");
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session()).last().unwrap(),
+        outline(&agent.session().events()).last().unwrap(),
         "turn/end 1 aborted disposed"
     );
     assert_eq!(
@@ -233,51 +224,50 @@ async fn inject_after_abort_parks_and_a_disposed_cancel_never_latches() {
         "not latched during disposal"
     );
     assert_eq!(agent.inbox().next_step().len(), 1);
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn a_latched_wake_whose_message_was_removed_does_not_replay() {
-    let h = Harness::new();
-    let gate = Arc::new(Semaphore::new(0));
-    let agent = stuck_in_a_tool(&h, &gate).await;
+    let (h, agent) = stuck_in_a_tool().await;
     cancel(&agent, AgentCancelCause::User);
     agent.steer(msg("again")).unwrap();
     assert!(agent.inbox().remove(&msg("again").id).unwrap());
-    gate.add_permits(1);
+    h.probe().release("t1");
     agent.when_idle().await;
     assert!(has(&agent, "splice next-turn @0 -1 +[] canceled"));
     assert_eq!(
-        outline(agent.session()).last().unwrap(),
+        outline(&agent.session().events()).last().unwrap(),
         "turn/end 1 aborted user"
     );
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn keep_inbox_cancels_the_turn_but_keeps_pending_work() {
-    let h = Harness::new();
-    h.model.push(Reply::Hang);
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder().script([ScriptEntry::Hang]).build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
     agent.followup(msg("b")).unwrap();
-    h.model.wait_requests(1).await;
+    h.adapter().wait_for_hang(1).await;
     agent
         .cancel(AgentCancelCause::User, CancelOptions::keep_inbox())
         .unwrap();
     agent.when_idle().await;
     assert_eq!(
-        outline(agent.session()).last().unwrap(),
+        outline(&agent.session().events()).last().unwrap(),
         "turn/end 1 aborted user"
     );
-    assert!(!outline(agent.session())
+    assert!(!outline(&agent.session().events())
         .iter()
         .any(|l| l.ends_with("canceled")));
     // The driver stopped after the abort; the queued prompt waits for a wake.
     assert_eq!(agent.inbox().next_turn().len(), 1);
-    h.model.push(text("b done"));
-    h.model.push(text("c done"));
+    h.adapter().push(text_response("b done"));
+    h.adapter().push(text_response("c done"));
     agent.followup(msg("c")).unwrap();
     agent.when_idle().await;
-    let users: Vec<String> = outline(agent.session())
+    let users: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("user:"))
         .collect();
@@ -287,6 +277,7 @@ async fn keep_inbox_cancels_the_turn_but_keeps_pending_work() {
         .cancel(AgentCancelCause::User, CancelOptions::default())
         .unwrap();
     assert!(!has(&agent, "turn/start 4"));
+    h.finish().await;
 }
 
 #[test]
@@ -296,18 +287,18 @@ fn dropping_the_driver_mid_turn_still_leaves_a_balanced_log() {
         .build()
         .unwrap();
     let (h, agent) = runtime.block_on(async {
-        let h = Harness::new();
-        h.model
-            .push(Reply::HangAfter(text_chunks("half", FinishReason::Stop), 2));
-        let agent = h.agent("s1").await.agent().clone();
+        let h = Harness::builder()
+            .script([ScriptEntry::HangAfter(2, text_response("half"))])
+            .build();
+        let agent = h.create_agent_named("s1").await.agent().clone();
         agent.followup(msg("a")).unwrap();
-        until(|| has(&agent, "chunk text-delta")).await;
+        h.adapter().wait_for_hang(1).await;
         (h, agent)
     });
     // Shutting the runtime down drops the driver future mid-stream.
     drop(runtime);
     assert_eq!(
-        outline(agent.session())[7..],
+        outline(&agent.session().events())[7..],
         [
             "chunk block-start",
             "chunk text-delta",
@@ -317,5 +308,10 @@ fn dropping_the_driver_mid_turn_still_leaves_a_balanced_log() {
         ]
     );
     assert_eq!(agent.status(), AgentStatus::Idle);
-    drop(h);
+    // The checks need a runtime for their idle wait; the agent already is idle.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(h.finish());
 }

@@ -3,8 +3,8 @@
 //! before idle (with a latched wake), and by disposal. Synchronization uses the scripted
 //! adapter's progress watches and `Notify`, never sleeps.
 
-use super::expect::*;
 use dsh_agent::{Agent, AgentCancelCause, AgentStatus, AgentStatusChanged, CancelOptions, PreStep};
+use dsh_testkit::expect::*;
 use dsh_testkit::harness::{msg, Harness, TestTool};
 use dsh_testkit::normalize::log_json;
 use dsh_testkit::scripted::{text_response, tool_call_response, Response, ScriptEntry};

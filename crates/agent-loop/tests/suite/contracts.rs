@@ -1,17 +1,17 @@
 //! Cross-cutting contracts: model-visible ⇔ recorded, runtime-context snapshots, failure
 //! paths that must not kill the loop, and the initiator seen by tools.
 
-use super::harness::{Harness, Log, TestTool};
-use super::normalize::outline;
-use super::scripted::{failure, text, tool_calls};
-use super::turns::msg;
 use dsh_agent::{
-    agent_of, current_initiator, AgentOptions, AgentRequest, RequestError, RequestErrorAction,
+    agent_of, current_initiator, AgentOptions, AgentRequest, CreateAgentOptions, RequestError,
+    RequestErrorAction,
 };
 use dsh_kernel::ListenOptions;
 use dsh_llm::LlmStream;
 use dsh_prompt::{ContextEntry, PromptText};
-use dsh_protocol::{EpochHeader, StreamChunk};
+use dsh_protocol::{EpochHeader, SessionId, StreamChunk};
+use dsh_testkit::harness::{msg, Harness, ScriptedTool, MODEL, PROVIDER};
+use dsh_testkit::normalize::outline;
+use dsh_testkit::scripted::{error_finish, text_response, text_script, tool_call_response};
 use dsh_tools::{Tool, ToolExecution, ToolFailure};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
@@ -21,12 +21,17 @@ use std::sync::{Arc, Mutex};
 
 #[tokio::test]
 async fn every_request_is_rebuildable_from_the_log() {
-    let h = Harness::new();
-    let log = Log::default();
-    h.register(TestTool::new("echo", &log).arc());
+    let h = Harness::builder()
+        .scripted_tools([ScriptedTool::new("echo")])
+        .script([
+            tool_call_response(&[("c1", "echo", r#"{"text":"x"}"#)]).into(),
+            error_finish("SERVER").into(),
+            text_response("done").into(),
+        ])
+        .build();
     let checked: Arc<Mutex<Vec<bool>>> = Arc::default();
-    let (sessions, seen) = (h.sessions.clone(), checked.clone());
-    h.root
+    let (sessions, seen) = (h.sessions().clone(), checked.clone());
+    h.ctx()
         .on_waterfall_with::<LlmStream, _, _>(ListenOptions::prepend(), move |request, next| {
             let session = sessions.get(request.session_id.as_ref().unwrap()).unwrap();
             let header = session.request_header().unwrap();
@@ -36,7 +41,7 @@ async fn every_request_is_rebuildable_from_the_log() {
                 system: request.system.clone(),
                 tools: request.tools.clone(),
             };
-            let step_open = outline(&session)
+            let step_open = outline(&session.events())
                 .iter()
                 .rev()
                 .find(|l| l.starts_with("step/"))
@@ -48,11 +53,7 @@ async fn every_request_is_rebuildable_from_the_log() {
         })
         .unwrap()
         .forget();
-    h.model
-        .push(tool_calls(&[("c1", "echo", r#"{"text":"x"}"#)]));
-    h.model.push(failure("SERVER"));
-    h.model.push(text("done"));
-    let agent = h.agent("s1").await.agent().clone();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent
         .ctx()
         .on_waterfall::<RequestError, _, _>(|_, _| async { Ok(Some(RequestErrorAction::Retry)) })
@@ -61,16 +62,19 @@ async fn every_request_is_rebuildable_from_the_log() {
     agent.followup(msg("go")).unwrap();
     agent.when_idle().await;
     assert_eq!(*checked.lock().unwrap(), [true, true, true]);
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn runtime_context_is_logged_only_when_it_changes() {
-    let h = Harness::new();
+    let h = Harness::builder()
+        .script(text_script(&["ok", "ok", "ok", "ok"]))
+        .build();
     let mode = Arc::new(Mutex::new("plan".to_string()));
     let current = mode.clone();
-    h.prompt
+    h.prompt()
         .context(
-            &h.root,
+            h.ctx(),
             ContextEntry::new(
                 "mode",
                 1.0,
@@ -79,14 +83,13 @@ async fn runtime_context_is_logged_only_when_it_changes() {
         )
         .unwrap()
         .forget();
-    let agent = h.agent("s1").await.agent().clone();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     for (prompt, next_mode) in [("a", "plan"), ("b", ""), ("c", ""), ("d", "build")] {
         *mode.lock().unwrap() = next_mode.to_string();
-        h.model.push(text("ok"));
         agent.followup(msg(prompt)).unwrap();
         agent.when_idle().await;
     }
-    let users: Vec<String> = outline(agent.session())
+    let users: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("user:"))
         .collect();
@@ -112,6 +115,7 @@ async fn runtime_context_is_logged_only_when_it_changes() {
         value["data"]["source"],
         json!({"kind": "plugin", "plugin": "@deepseek-ai/dsh-system-prompt", "form": "snapshot", "sections": [{"name": "mode", "text": "plan"}]})
     );
+    h.finish().await;
 }
 
 fn outline_is_snapshot(event: &dsh_session::SessionEvent) -> bool {
@@ -120,8 +124,8 @@ fn outline_is_snapshot(event: &dsh_session::SessionEvent) -> bool {
 
 #[tokio::test]
 async fn a_failing_listener_errors_the_turn_but_not_the_loop() {
-    let h = Harness::new();
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder().script(text_script(&["fine"])).build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     let fail_once = Arc::new(AtomicBool::new(true));
     let flag = fail_once.clone();
     agent
@@ -140,38 +144,36 @@ async fn a_failing_listener_errors_the_turn_but_not_the_loop() {
     let live = h.record();
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
-    h.model.push(text("fine"));
     agent.followup(msg("b")).unwrap();
     agent.when_idle().await;
-    let ends: Vec<String> = outline(agent.session())
+    let ends: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("turn/end"))
         .collect();
     assert_eq!(ends, ["turn/end 1 error UNKNOWN", "turn/end 2 completed"]);
-    assert!(live
-        .lock()
-        .unwrap()
-        .contains(&"agent/error UNKNOWN".to_string()));
+    assert!(live.lines().contains(&"agent/error UNKNOWN".to_string()));
     let events = agent.session().events();
     let end = events.iter().find(|e| e.type_name() == "turn/end").unwrap();
     assert_eq!(
         end.data.to_value()["reason"],
         json!({"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}})
     );
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn a_missing_model_is_a_turn_error() {
-    let h = Harness::new();
+    let h = Harness::builder().build();
     let agent = h
-        .agent_with(
+        .create_agent_with(named(
             "s1",
             AgentOptions {
-                provider: Some("mock".into()),
+                provider: Some(PROVIDER.into()),
                 ..Default::default()
             },
-        )
+        ))
         .await
+        .unwrap()
         .agent()
         .clone();
     agent.followup(msg("a")).unwrap();
@@ -183,18 +185,18 @@ async fn a_missing_model_is_a_turn_error() {
         .as_str()
         .unwrap()
         .contains("no model"));
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn a_route_without_adapter_can_be_served_by_stream_middleware() {
-    let h = Harness::new();
-    h.root
+    let h = Harness::builder().build();
+    h.ctx()
         .on_waterfall::<LlmStream, _, _>(|request, next| async move {
             if request.config.provider != "custom" {
                 return next.run().await;
             }
-            let chunks =
-                super::scripted::text_chunks("from middleware", dsh_protocol::FinishReason::Stop);
+            let chunks = text_response("from middleware");
             Ok(futures_util::stream::iter(
                 chunks.into_iter().map(Ok::<StreamChunk, dsh_llm::LlmError>),
             )
@@ -203,18 +205,29 @@ async fn a_route_without_adapter_can_be_served_by_stream_middleware() {
         .unwrap()
         .forget();
     let agent = h
-        .agent_with("s1", AgentOptions::new("custom", "x"))
+        .create_agent_with(named("s1", AgentOptions::new("custom", "x")))
         .await
+        .unwrap()
         .agent()
         .clone();
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
-    let lines = outline(agent.session());
+    let lines = outline(&agent.session().events());
     assert!(
         lines.contains(&"assistant: from middleware +usage cites [7, 8, 9, 10, 11]".to_string()),
         "{lines:#?}"
     );
     assert_eq!(lines.last().unwrap(), "turn/end 1 completed");
+    h.finish().await;
+}
+
+/// Creation options for agent `id` with `agent_options`.
+fn named(id: &str, agent_options: AgentOptions) -> CreateAgentOptions {
+    CreateAgentOptions {
+        session_id: Some(SessionId::from(id)),
+        agent_options,
+        ..Default::default()
+    }
 }
 
 /// Reports which agent the tool sees, through the execution and the ambient initiator.
@@ -245,55 +258,59 @@ impl Tool for WhoAmI {
 
 #[tokio::test]
 async fn tools_see_their_agent_through_the_execution_and_the_initiator() {
-    let h = Harness::new();
-    h.register(Arc::new(WhoAmI));
-    h.model.push(tool_calls(&[("c1", "whoami", "{}")]));
-    h.model.push(text("done"));
-    let agent = h.agent("s1").await.agent().clone();
+    let h = Harness::builder()
+        .custom_tool(Arc::new(WhoAmI))
+        .script([
+            tool_call_response(&[("c1", "whoami", "{}")]).into(),
+            text_response("done").into(),
+        ])
+        .build();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
-    let results: Vec<String> = outline(agent.session())
+    let results: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("tool/result"))
         .collect();
     assert_eq!(
         results,
-        ["tool/result Some(\"s1\") Some(\"s1\") cites [12]"]
+        ["tool/result Some(\"s1\") Some(\"s1\") cites [13]"]
     );
+    h.finish().await;
 }
 
 #[tokio::test]
 async fn model_selection_switches_the_next_step_and_is_logged() {
     use dsh_agent::{install_model_selection, ModelSelection, ModelSelectionRef};
-    let h = Harness::new();
-    h.prompt
+    let h = Harness::builder()
+        .script(text_script(&["one", "two"]))
+        .build();
+    h.prompt()
         .section(
-            &h.root,
+            h.ctx(),
             dsh_prompt::Section::new("who", 1.0, "I am {{model}}"),
         )
         .unwrap()
         .forget();
-    let agent = h.agent("s1").await.agent().clone();
+    let agent = h.create_agent_named("s1").await.agent().clone();
     let selection = Arc::new(ModelSelectionRef::new(None));
     for d in install_model_selection(agent.ctx(), selection.clone()).unwrap() {
         d.forget();
     }
-    h.model.push(text("one"));
     agent.followup(msg("a")).unwrap();
     agent.when_idle().await;
     selection.set(Some(ModelSelection {
-        provider: "mock".into(),
+        provider: PROVIDER.into(),
         model: "m2".into(),
         reasoning_effort: None,
     }));
-    h.model.push(text("two"));
     agent.followup(msg("b")).unwrap();
     agent.when_idle().await;
-    let requests = h.model.requests();
-    assert_eq!(requests[0].config.model, "m");
+    let requests = h.adapter().requests();
+    assert_eq!(requests[0].config.model, MODEL);
     assert_eq!(requests[1].config.model, "m2");
     assert!(requests[1].system.as_deref().unwrap().ends_with("I am m2"));
-    let headers: Vec<String> = outline(agent.session())
+    let headers: Vec<String> = outline(&agent.session().events())
         .into_iter()
         .filter(|l| l.starts_with("request/"))
         .collect();
@@ -301,9 +318,10 @@ async fn model_selection_switches_the_next_step_and_is_logged() {
         headers,
         [
             "request/header initial",
-            "request/context mock/m",
+            "request/context scripted/scripted-model",
             "request/header change",
-            "request/context mock/m2"
+            "request/context scripted/m2"
         ]
     );
+    h.finish().await;
 }

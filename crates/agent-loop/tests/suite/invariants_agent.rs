@@ -1,8 +1,6 @@
 //! Spec §12 invariants about the agent around the loop (9, 10, 11, 12, 20, 24, 25): inbox
 //! durability, cancellation, the wake latch, status, scoping and teardown.
 
-use super::expect::*;
-use super::support::run;
 use dsh_agent::{
     Agent, AgentCancelCause, AgentEvents, AgentStatus, AgentStatusChanged, CancelOptions,
     CreateAgentOptions, Inbox, SessionMeta,
@@ -14,7 +12,8 @@ use dsh_session::{
     AppendOptions, EventData, InboxSplice, InboxTarget, Session, SessionEventPublished,
     SessionHeader,
 };
-use dsh_testkit::harness::{agent_options, msg, msg_json, Harness, TestTool};
+use dsh_testkit::expect::*;
+use dsh_testkit::harness::{agent_options, msg, msg_json, run_followup, Harness, TestTool};
 use dsh_testkit::scripted::{text_response, tool_call_response, ScriptEntry};
 use dsh_tools::ToolResultEvent;
 use serde_json::json;
@@ -623,8 +622,8 @@ async fn inv24_scoping() {
         .unwrap()
         .forget();
 
-    run(&agent_a, "x").await;
-    run(&agent_b, "y").await;
+    run_followup(&agent_a, "x").await;
+    run_followup(&agent_b, "y").await;
     assert_eq!(
         *heard.lock().unwrap(),
         [

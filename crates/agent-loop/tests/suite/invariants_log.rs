@@ -2,11 +2,9 @@
 //! enclosure, tool pairing, completion anchors, failed and interrupted attempts, append
 //! validation, surface replaces and crash repair.
 
-use super::expect::*;
-use super::support::{run, MemorySource};
 use dsh_agent::{
     AgentCancelCause, CancelOptions, CreateAgentOptions, RequestError, RequestErrorAction,
-    ResumeAgentOptions, ResumeSource, SessionMeta,
+    ResumeAgentOptions, SessionMeta,
 };
 use dsh_protocol::{LlmFailure, SessionId, StreamChunk};
 use dsh_session::{
@@ -15,7 +13,8 @@ use dsh_session::{
 };
 use dsh_store::{Compression, JsonlBackend, JsonlConfig, SessionPersistence};
 use dsh_testkit::checks::check_seqs;
-use dsh_testkit::harness::{agent_options, msg, Harness, TestTool, TEST_TOOL_FAILED};
+use dsh_testkit::expect::*;
+use dsh_testkit::harness::{agent_options, msg, run_followup, Harness, TestTool, TEST_TOOL_FAILED};
 use dsh_testkit::normalize::{log_json, Normalizer};
 use dsh_testkit::scripted::{
     error_finish, error_finish_with, text_response, tool_call_response, Response, ScriptEntry,
@@ -39,13 +38,9 @@ async fn inv01_contiguous_seqs() {
             text_response("resumed").into(),
         ])
         .build();
-    let store = Arc::new(MemorySource::default());
-    h.ctx()
-        .provide::<dyn ResumeSource>(store.clone())
-        .unwrap()
-        .forget();
+    let store = h.mount_memory_source();
     let parent = h.create_agent().await.agent().clone();
-    run(&parent, "a").await;
+    run_followup(&parent, "a").await;
     let parent_log = parent.session().events();
     assert_eq!(
         seqs(&parent_log),
@@ -69,7 +64,7 @@ async fn inv01_contiguous_seqs() {
         .unwrap()
         .agent()
         .clone();
-    run(&child, "b").await;
+    run_followup(&child, "b").await;
     let n = parent_log.len() as u64;
     let mut expected = log_json(&parent_log).as_array().unwrap().clone();
     let tail = log(&flat(vec![
@@ -111,7 +106,7 @@ async fn inv01_contiguous_seqs() {
     let mut options = ResumeAgentOptions::new(SessionId::from("restored"));
     options.agent_options = agent_options();
     let resumed = h.resume_agent(options).await.unwrap().agent().clone();
-    run(&resumed, "d").await;
+    run_followup(&resumed, "d").await;
     let resumed_log = resumed.session().events();
     assert_eq!(check_seqs(&resumed_log), Ok(()));
     let types: Vec<String> = resumed_log[crashed_len as usize..]
@@ -170,14 +165,14 @@ async fn inv04_balanced_enclosure() {
         ])
         .build();
     let agent = h.create_agent().await.agent().clone();
-    run(&agent, "a").await;
+    run_followup(&agent, "a").await;
     agent.followup(msg("b")).unwrap();
     h.adapter().wait_for_hang(1).await;
     agent
         .cancel(AgentCancelCause::User, CancelOptions::default())
         .unwrap();
     agent.when_idle().await;
-    run(&agent, "c").await;
+    run_followup(&agent, "c").await;
 
     let expected = log(&flat(vec![
         vec![
@@ -403,9 +398,9 @@ async fn inv14_completion_anchor() {
         ])
         .build();
     let agent = h.create_agent().await.agent().clone();
-    run(&agent, "a").await;
-    run(&agent, "b").await;
-    run(&agent, "c").await;
+    run_followup(&agent, "a").await;
+    run_followup(&agent, "b").await;
+    run_followup(&agent, "c").await;
 
     let expected = log(&flat(vec![
         vec![
@@ -495,9 +490,9 @@ async fn inv15_failed_attempts_leave_no_message() {
         })
         .unwrap()
         .forget();
-    run(&agent, "a").await;
-    run(&agent, "b").await;
-    run(&agent, "c").await;
+    run_followup(&agent, "a").await;
+    run_followup(&agent, "b").await;
+    run_followup(&agent, "c").await;
     // The failed attempt's tool call was never executed.
     assert!(h.probe().journal().is_empty());
 
@@ -562,7 +557,7 @@ async fn inv21_append_atomicity() {
         .script([text_response("one").into()])
         .build();
     let agent = h.create_agent().await.agent().clone();
-    run(&agent, "a").await;
+    run_followup(&agent, "a").await;
     let session = agent.session().clone();
     let before = h.log_json();
     let note = |data: Value| EventData::other("test/note", data);
@@ -658,8 +653,8 @@ async fn inv22_surface_replace() {
         ])
         .build();
     let agent = h.create_agent().await.agent().clone();
-    run(&agent, "a").await;
-    run(&agent, "b").await;
+    run_followup(&agent, "a").await;
+    run_followup(&agent, "b").await;
     let session = agent.session().clone();
     // Surface: user a (4), assistant one (12), user b (19), assistant two (25).
     assert_eq!(session.surface().nodes, [4, 12, 19, 25]);
@@ -693,7 +688,7 @@ async fn inv22_surface_replace() {
         "data": dsh_testkit::harness::msg_json("summary of a")}));
     assert_eq!(h.log_json(), Value::Array(expected));
     // ...but the next request sees the summary in their place.
-    run(&agent, "c").await;
+    run_followup(&agent, "c").await;
     let mut normalizer = Normalizer::new();
     let _ = normalizer.events(&session.events());
     let last = normalizer.request(&h.adapter().requests()[2]);

@@ -4,14 +4,15 @@
 //! the rest of a turn. Every test ends with `Harness::finish`, which runs the log invariant
 //! checkers and the request reconstruction check.
 
-use super::expect::*;
-use super::support::{of_types, run, texts, MemorySource};
 use dsh_agent::{
     Agent, AgentCancelCause, AgentRequest, CancelOptions, RequestError, RequestErrorAction,
-    ResumeAgentOptions, ResumeSource, TurnStopping,
+    ResumeAgentOptions, TurnStopping,
 };
-use dsh_testkit::harness::{agent_options, msg, msg_json, Harness, TestTool};
-use dsh_testkit::scripted::{error_finish, max_tokens_response, text_response, tool_call_response};
+use dsh_testkit::expect::*;
+use dsh_testkit::harness::{agent_options, msg, msg_json, run_followup, Harness, TestTool};
+use dsh_testkit::scripted::{
+    error_finish, max_tokens_response, text_response, text_script, tool_call_response,
+};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,8 +35,8 @@ async fn inv02_model_visible_equals_logged() {
         .on_waterfall::<RequestError, _, _>(|_, _| async { Ok(Some(RequestErrorAction::Retry)) })
         .unwrap()
         .forget();
-    run(&agent, "a").await;
-    run(&agent, "b").await;
+    run_followup(&agent, "a").await;
+    run_followup(&agent, "b").await;
 
     // Every request was checked against the log at dispatch time...
     assert_eq!(h.recon().checked(), 4);
@@ -80,13 +81,9 @@ async fn inv02_model_visible_equals_logged() {
 async fn inv03_header_logging() {
     let h = Harness::builder()
         .tools([TestTool::Echo])
-        .script(texts(&["1", "2", "3", "4", "5", "6"]))
+        .script(text_script(&["1", "2", "3", "4", "5", "6"]))
         .build();
-    let store = Arc::new(MemorySource::default());
-    h.ctx()
-        .provide::<dyn ResumeSource>(store.clone())
-        .unwrap()
-        .forget();
+    let store = h.mount_memory_source();
     let handle = h.create_agent().await;
     let agent = handle.agent().clone();
     let hot = Arc::new(AtomicBool::new(false));
@@ -105,23 +102,23 @@ async fn inv03_header_logging() {
         })
         .unwrap()
         .forget();
-    run(&agent, "initial").await;
-    run(&agent, "unchanged").await;
+    run_followup(&agent, "initial").await;
+    run_followup(&agent, "unchanged").await;
     hot.store(true, Ordering::SeqCst);
-    run(&agent, "temperature").await;
-    run(&agent, "still hot").await;
+    run_followup(&agent, "temperature").await;
+    run_followup(&agent, "still hot").await;
     h.tools()
         .register(agent.ctx(), TestTool::Read.build(h.probe()))
         .unwrap()
         .forget();
-    run(&agent, "new tool").await;
+    run_followup(&agent, "new tool").await;
     // A new loop instance (resume) logs its first header as `resume`.
     store.save(agent.id(), agent.session().events().to_vec());
     handle.dispose().await;
     let mut options = ResumeAgentOptions::new(agent.id().clone());
     options.agent_options = agent_options();
     let resumed = h.resume_agent(options).await.unwrap().agent().clone();
-    run(&resumed, "resumed").await;
+    run_followup(&resumed, "resumed").await;
 
     let hot_config = json!({"provider": "scripted", "model": "scripted-model", "temperature": 0.5});
     let expected: Vec<_> = [
@@ -161,7 +158,7 @@ async fn inv16_retry_is_opt_in() {
     let live = h.record();
 
     // No listener: terminal.
-    run(&agent, "a").await;
+    run_followup(&agent, "a").await;
     assert_eq!(h.adapter().calls(), 1);
 
     // A retrying listener: exactly one new request per retry, in the same step.
@@ -181,9 +178,9 @@ async fn inv16_retry_is_opt_in() {
         })
         .unwrap()
         .forget();
-    run(&agent, "b").await;
+    run_followup(&agent, "b").await;
     assert_eq!(h.adapter().calls(), 3);
-    run(&agent, "c").await;
+    run_followup(&agent, "c").await;
     assert_eq!(h.adapter().calls(), 4);
 
     // Middleware failures are never offered.
@@ -200,7 +197,7 @@ async fn inv16_retry_is_opt_in() {
         })
         .unwrap()
         .forget();
-    run(&agent, "d").await;
+    run_followup(&agent, "d").await;
     assert_eq!(h.adapter().calls(), 4);
     assert_eq!(*offers.lock().unwrap(), [2, 3]);
 
@@ -286,12 +283,12 @@ async fn inv17_max_tokens_is_sticky_within_a_turn() {
     steer_once_per_turn(&agent);
     // Turn 1: capped (tool call dropped), steered, then a tool step: still max-tokens, and
     // the turn closes right after the tool step.
-    run(&agent, "a").await;
+    run_followup(&agent, "a").await;
     // Turn 2: capped, steered, then a normal completion: still max-tokens.
-    run(&agent, "b").await;
+    run_followup(&agent, "b").await;
     // Turn 3 starts fresh. (Turn-stopping steers it too; the steer gets its own step.)
     h.adapter().push(text_response("more"));
-    run(&agent, "c").await;
+    run_followup(&agent, "c").await;
     // Only the uncapped call ran a tool.
     assert_eq!(h.probe().journal(), ["start c1", "end c1"]);
 

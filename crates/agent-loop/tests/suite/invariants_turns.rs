@@ -2,19 +2,18 @@
 //! ends with `Harness::finish`, which runs the log invariant checkers and the request
 //! reconstruction check.
 
-use super::expect::*;
-use super::support::{run, texts};
 use dsh_agent::{PreStep, PreStepDecision, TurnStopping};
 use dsh_session::InboxTarget;
-use dsh_testkit::harness::{msg, Harness, TestTool};
-use dsh_testkit::scripted::{text_response, tool_call_response};
+use dsh_testkit::expect::*;
+use dsh_testkit::harness::{msg, run_followup, Harness, TestTool};
+use dsh_testkit::scripted::{text_response, text_script, tool_call_response};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
 #[tokio::test]
 async fn inv06_one_message_per_followup_turn() {
     let h = Harness::builder()
-        .script(texts(&["one", "two", "three"]))
+        .script(text_script(&["one", "two", "three"]))
         .build();
     let agent = h.create_agent().await.agent().clone();
     let live = h.record();
@@ -75,7 +74,7 @@ async fn inv06_one_message_per_followup_turn() {
 #[tokio::test]
 async fn inv07_synchronous_turn_open() {
     let h = Harness::builder()
-        .script(texts(&["one", "two", "three"]))
+        .script(text_script(&["one", "two", "three"]))
         .build();
     let agent = h.create_agent().await.agent().clone();
     let live = h.record();
@@ -174,7 +173,7 @@ async fn inv07_synchronous_turn_open() {
 #[tokio::test]
 async fn inv08_claim_semantics() {
     let h = Harness::builder()
-        .script(texts(&["r1", "r2", "r3", "r4"]))
+        .script(text_script(&["r1", "r2", "r3", "r4"]))
         .build();
     let gate = h.gate_requests();
     let agent = h.create_agent().await.agent().clone();
@@ -267,7 +266,9 @@ async fn inv08_claim_semantics() {
 
 #[tokio::test]
 async fn inv18_pre_step_authority() {
-    let h = Harness::builder().script(texts(&["r3", "r4"])).build();
+    let h = Harness::builder()
+        .script(text_script(&["r3", "r4"]))
+        .build();
     let agent = h.create_agent().await.agent().clone();
     let mode = Arc::new(Mutex::new("reject"));
     let current = mode.clone();
@@ -290,17 +291,17 @@ async fn inv18_pre_step_authority() {
         .unwrap()
         .forget();
     let live = h.record();
-    run(&agent, "a").await;
+    run_followup(&agent, "a").await;
     // Rejected: blocked, no step, no model call, the claimed "a" is gone for good and the
     // driver stopped although "late" is pending.
     assert_eq!(h.adapter().calls(), 0);
     assert_eq!(agent.inbox().next_turn().len(), 1);
     *mode.lock().unwrap() = "empty";
-    run(&agent, "b").await;
+    run_followup(&agent, "b").await;
     // An empty first proposal: a completed no-step turn; the driver stops again.
     assert_eq!(h.adapter().calls(), 0);
     *mode.lock().unwrap() = "pass";
-    run(&agent, "c").await;
+    run_followup(&agent, "c").await;
 
     let expected = log(&flat(vec![
         vec![
@@ -416,9 +417,9 @@ async fn inv19_continuation_rule() {
         })
         .unwrap()
         .forget();
-    run(&agent, "a").await;
-    run(&agent, "b").await;
-    run(&agent, "c").await;
+    run_followup(&agent, "a").await;
+    run_followup(&agent, "b").await;
+    run_followup(&agent, "c").await;
 
     let conclude_schema = json!({"name": "conclude", "description": "Ends the turn.",
         "parameters": {"type": "object", "properties": {"note": {"type": "string"}}}});

@@ -8,6 +8,10 @@
 //! invariant checkers over every log and the reconstruction check over every request — so
 //! every loop test checks the invariants, whatever else it asserts.
 //!
+//! Besides the fixed [test tools](TestTool), a test composes its own with [`ScriptedTool`];
+//! [`Recording`] hears live events (and, optionally, the extension points of a turn);
+//! [`RequestGate`] parks model requests; [`MemorySource`] stands in for the store on resume.
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use dsh_agent::Agent;
@@ -24,10 +28,12 @@
 //! ```
 
 mod record;
+mod resume;
 mod tools;
 
 pub use record::{Recording, RequestGate};
-pub use tools::{TestTool, ToolProbe, TEST_TOOL_FAILED};
+pub use resume::MemorySource;
+pub use tools::{ScriptedTool, TestTool, ToolProbe, TEST_TOOL_FAILED};
 
 use crate::checks::assert_log_ok;
 use crate::normalize::log_json;
@@ -35,7 +41,7 @@ use crate::recon::RequestReconstructionCheck;
 use crate::scripted::{ScriptEntry, ScriptedAdapter};
 use dsh_agent::{
     Agent, AgentError, AgentHandle, AgentOptions, AgentRegistry, AgentsConfig, AgentsPlugin,
-    CreateAgentOptions, ResumeAgentOptions,
+    CreateAgentOptions, ResumeAgentOptions, ResumeSource,
 };
 use dsh_agent_loop::{AgentLoop, AgentLoopConfig, AgentLoopPlugin};
 use dsh_kernel::{BoxError, Context, Fiber};
@@ -53,8 +59,8 @@ pub const PROVIDER: &str = "scripted";
 /// The model every harness agent asks for.
 pub const MODEL: &str = "scripted-model";
 
-/// How long [`Harness::finish`] waits for an agent to become idle before failing the test
-/// (a hang guard, not a timing assertion).
+/// How long [`Harness::finish`] waits for an agent to become idle, and [`until`] for its
+/// condition, before failing the test (a hang guard, not a timing assertion).
 const IDLE_GUARD: Duration = Duration::from_secs(30);
 
 /// A user message with the readable, stable id `m-<text>`.
@@ -75,14 +81,39 @@ pub fn agent_options() -> AgentOptions {
     AgentOptions::new(PROVIDER, MODEL)
 }
 
+/// Queues [`msg`]`(text)` as a follow-up and waits until the agent is idle again.
+#[allow(clippy::panic)] // test fixture
+pub async fn run_followup(agent: &Arc<dyn Agent>, text: &str) {
+    if let Err(error) = agent.followup(msg(text)) {
+        panic!("follow-up {text:?} was refused: {error}");
+    }
+    agent.when_idle().await;
+}
+
+/// Resolves once `done` holds, checking it again each millisecond; fails the test after a
+/// generous guard. For conditions no event announces (an agent gone from the registry);
+/// prefer the adapter's, probe's and gate's waits where one fits.
+#[allow(clippy::panic)] // test fixture
+pub async fn until(mut done: impl FnMut() -> bool) {
+    let polled = async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    if tokio::time::timeout(IDLE_GUARD, polled).await.is_err() {
+        panic!("condition not reached");
+    }
+}
+
 /// Configures a [`Harness`].
 #[derive(Default)]
 pub struct HarnessBuilder {
     script: Vec<ScriptEntry>,
     adapter: Option<ScriptedAdapter>,
     tools: Vec<TestTool>,
+    scripted_tools: Vec<ScriptedTool>,
     custom_tools: Vec<Arc<dyn Tool>>,
-    max_parallel: Option<u64>,
+    loop_config: AgentLoopConfig,
     prompt: Option<SystemPromptConfig>,
 }
 
@@ -91,7 +122,8 @@ impl std::fmt::Debug for HarnessBuilder {
         f.debug_struct("HarnessBuilder")
             .field("script", &self.script)
             .field("tools", &self.tools)
-            .field("max_parallel", &self.max_parallel)
+            .field("scripted_tools", &self.scripted_tools)
+            .field("loop_config", &self.loop_config)
             .finish_non_exhaustive()
     }
 }
@@ -116,15 +148,29 @@ impl HarnessBuilder {
         self
     }
 
-    /// Registers a tool of the test's own globally (after the test tools).
+    /// Registers scripted tools globally, reporting to the harness probe (after the test
+    /// tools, in this order).
+    pub fn scripted_tools(mut self, tools: impl IntoIterator<Item = ScriptedTool>) -> Self {
+        self.scripted_tools.extend(tools);
+        self
+    }
+
+    /// Registers a tool of the test's own globally (after the test and scripted tools).
     pub fn custom_tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.custom_tools.push(tool);
         self
     }
 
+    /// The agent-loop plugin's whole config (default: the plugin's defaults). Configured
+    /// agents start when the loop mounts; [`finish`](Harness::finish) checks them too.
+    pub fn loop_config(mut self, config: AgentLoopConfig) -> Self {
+        self.loop_config = config;
+        self
+    }
+
     /// The loop's `maxParallelToolCalls`.
     pub fn max_parallel(mut self, n: u64) -> Self {
-        self.max_parallel = Some(n);
+        self.loop_config.max_parallel_tool_calls = Some(n);
         self
     }
 
@@ -154,10 +200,7 @@ impl HarnessBuilder {
         ctx.plugin::<ToolsPlugin>(ToolsConfig::default())?;
         ctx.plugin::<AgentsPlugin>(AgentsConfig::default())?;
         let recon = RequestReconstructionCheck::install(&ctx)?;
-        let loop_fiber = ctx.plugin::<AgentLoopPlugin>(AgentLoopConfig {
-            max_parallel_tool_calls: self.max_parallel,
-            agents: Vec::new(),
-        })?;
+        let loop_fiber = ctx.plugin::<AgentLoopPlugin>(self.loop_config)?;
         let llm = ctx.require::<LlmRuntime>()?;
         let adapter = Arc::new(self.adapter.unwrap_or_else(|| ScriptedAdapter::new([])));
         for entry in self.script {
@@ -169,6 +212,9 @@ impl HarnessBuilder {
         let probe = ToolProbe::new();
         for kind in self.tools {
             tools.register(&ctx, kind.build(&probe))?.forget();
+        }
+        for tool in self.scripted_tools {
+            tools.register(&ctx, tool.build(&probe))?.forget();
         }
         for tool in self.custom_tools {
             tools.register(&ctx, tool)?.forget();
@@ -282,6 +328,26 @@ impl Harness {
             .unwrap_or_else(|e| panic!("could not install the recording: {e}"))
     }
 
+    /// Starts recording live events and the extension points of each turn (see
+    /// [`Recording::install_with_hooks`]).
+    #[allow(clippy::panic)] // test fixture
+    pub fn record_with_hooks(&self) -> Recording {
+        Recording::install_with_hooks(&self.ctx)
+            .unwrap_or_else(|e| panic!("could not install the recording: {e}"))
+    }
+
+    /// Provides a fresh [`MemorySource`] as the `dyn ResumeSource` service (owned by the
+    /// root fiber), so agents can be resumed from logs the test saved.
+    #[allow(clippy::panic)] // test fixture
+    pub fn mount_memory_source(&self) -> Arc<MemorySource> {
+        let source = Arc::new(MemorySource::default());
+        match self.ctx.provide::<dyn ResumeSource>(source.clone()) {
+            Ok(disposer) => disposer.forget(),
+            Err(e) => panic!("could not provide the memory source: {e}"),
+        }
+        source
+    }
+
     /// Parks model requests until released (see [`RequestGate`]).
     #[allow(clippy::panic)] // test fixture
     pub fn gate_requests(&self) -> RequestGate {
@@ -372,14 +438,27 @@ impl Harness {
         log_json(&self.session().events())
     }
 
-    /// Waits until every tracked agent is idle, then checks every tracked log with
-    /// [`assert_log_ok`](crate::checks::assert_log_ok) and every model request with the
+    /// Waits until every agent is idle, then checks every log with
+    /// [`assert_log_ok`] and every model request with the
     /// reconstruction check. Panics on the first problem.
+    ///
+    /// "Every agent" is each tracked one (also when disposed since) and each agent still in
+    /// the registry (created by a listener, a configured agent of the loop, a child).
     #[allow(clippy::panic)] // an assertion helper: failing loudly is its job
     pub async fn finish(self) {
-        let agents: Vec<AgentHandle> = lock(&self.agents).clone();
-        for handle in &agents {
-            let agent = handle.agent();
+        let mut agents: Vec<Arc<dyn Agent>> = lock(&self.agents)
+            .iter()
+            .map(|h| h.agent().clone())
+            .collect();
+        for agent in self.registry.list() {
+            if !agents
+                .iter()
+                .any(|known| std::ptr::addr_eq(Arc::as_ptr(known), Arc::as_ptr(&agent)))
+            {
+                agents.push(agent);
+            }
+        }
+        for agent in &agents {
             if tokio::time::timeout(IDLE_GUARD, agent.when_idle())
                 .await
                 .is_err()
@@ -387,8 +466,8 @@ impl Harness {
                 panic!("agent {} never became idle", agent.id());
             }
         }
-        for handle in &agents {
-            assert_log_ok(&handle.agent().session().events());
+        for agent in &agents {
+            assert_log_ok(&agent.session().events());
         }
         for session in lock(&self.extra_sessions).iter() {
             assert_log_ok(&session.events());

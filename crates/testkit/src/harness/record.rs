@@ -1,11 +1,13 @@
 //! Live-event recordings and a gate that parks model requests.
 
 use dsh_agent::{
-    AgentCreated, AgentDisposed, AgentErrorEvent, AgentEvent, AgentStatus, AgentStatusChanged,
-    ClaimedMessage, InboxClaimed, InboxDiscarded, InboxInserted, SessionStart, SessionStartSource,
+    AgentCreated, AgentDisposed, AgentErrorEvent, AgentEvent, AgentRequest, AgentStatus,
+    AgentStatusChanged, ClaimedMessage, InboxClaimed, InboxDiscarded, InboxInserted, PreStep,
+    SessionStart, SessionStartSource, TurnStopping,
 };
-use dsh_kernel::{Context, KernelError};
+use dsh_kernel::{Context, Event, KernelError};
 use dsh_llm::LlmStream;
+use dsh_prompt::SystemPromptAssemble;
 use dsh_protocol::Message;
 use dsh_session::{
     PublishedEvent, Session, SessionCreated, SessionDisposed, SessionEventPublished,
@@ -28,6 +30,10 @@ use tokio::sync::{watch, Semaphore};
 /// | `session/event` | `session <event type>` |
 ///
 /// Listeners are unscoped, so they hear every agent and session of the kernel.
+/// [`install_with_hooks`](Self::install_with_hooks) also notes the extension points of a
+/// turn as they run, as `hook <name>`: `system-prompt/assemble`, `agent/pre-step`,
+/// `agent/request`, `llm/stream` and `agent/turn-stopping`. Those listeners only note and
+/// pass on (`next`, or no decision), so they do not change what the loop does.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
     lines: Arc<Mutex<Vec<String>>>,
@@ -101,6 +107,32 @@ impl Recording {
             "session {}",
             p.event.type_name()
         ));
+        Ok(recording)
+    }
+
+    /// Like [`install`](Self::install), also noting the extension points of a turn.
+    pub fn install_with_hooks(ctx: &Context) -> Result<Self, KernelError> {
+        let recording = Self::install(ctx)?;
+        macro_rules! waterfall {
+            ($event:ty) => {{
+                let sink = recording.clone();
+                ctx.on_waterfall::<$event, _, _>(move |_, next| {
+                    sink.push(format!("hook {}", <$event as Event>::NAME));
+                    next.run()
+                })?
+                .forget();
+            }};
+        }
+        waterfall!(SystemPromptAssemble);
+        waterfall!(PreStep);
+        waterfall!(AgentRequest);
+        waterfall!(LlmStream);
+        let sink = recording.clone();
+        ctx.on_serial::<TurnStopping, _, _>(move |_| {
+            sink.push(format!("hook {}", TurnStopping::NAME));
+            async { Ok(None) }
+        })?
+        .forget();
         Ok(recording)
     }
 

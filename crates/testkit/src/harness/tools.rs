@@ -4,8 +4,11 @@
 //! - `wait` runs until its call is cancelled (the "tool in flight" of cancel tests);
 //! - `fail` always fails with code [`TEST_TOOL_FAILED`];
 //! - `read` is concurrency-safe and returns `read:<path>`; while the probe holds reads it
-//!   waits until the test releases its call id, so a test decides the order calls finish.
+//!   waits until the test releases its call id, so a test decides the order calls finish;
+//! - a [`ScriptedTool`] has the name and behaviour a test composes (concurrency safety, held
+//!   until released, deaf to cancellation, concluding the turn, deferring context).
 
+use dsh_protocol::Message;
 use dsh_tools::{Tool, ToolExecution, ToolFailure};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -134,7 +137,8 @@ impl ToolProbe {
         self.inner.holding.store(true, Ordering::SeqCst);
     }
 
-    /// Lets the held `read` call `call_id` finish (also before it started).
+    /// Lets the held call `call_id` (a `read` while reads are held, or a held
+    /// [`ScriptedTool`]) finish; also before it started.
     pub fn release(&self, call_id: &str) {
         self.inner.released.send_modify(|set| {
             set.insert(call_id.to_owned());
@@ -224,6 +228,142 @@ impl Tool for ProbedTool {
             };
             self.probe.leave(&id);
             outcome
+        })
+    }
+}
+
+/// A test tool whose name and behaviour the test composes; it journals `start <call id>` /
+/// `end <call id>` to the [`ToolProbe`] it is built with and returns `<name>:<text>` (its
+/// `text` argument, empty when absent).
+///
+/// ```
+/// use dsh_testkit::harness::{ScriptedTool, ToolProbe};
+/// let probe = ToolProbe::new();
+/// let tool = ScriptedTool::new("slow").parallel().held().build(&probe);
+/// assert_eq!(tool.name(), "slow");
+/// ```
+#[derive(Clone, Debug)]
+pub struct ScriptedTool {
+    name: String,
+    parallel: bool,
+    hold: Hold,
+    concludes: bool,
+    context: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hold {
+    No,
+    /// Until the probe releases the call id, or the call is cancelled.
+    UntilReleased,
+    /// Until the probe releases the call id, whatever happens to the call meanwhile.
+    IgnoringCancel,
+}
+
+impl ScriptedTool {
+    /// An exclusive tool that finishes at once.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            parallel: false,
+            hold: Hold::No,
+            concludes: false,
+            context: None,
+        }
+    }
+
+    /// Concurrency-safe: the scheduler may run it beside other such calls.
+    pub fn parallel(mut self) -> Self {
+        self.parallel = true;
+        self
+    }
+
+    /// Each call waits for [`ToolProbe::release`] of its call id (or its cancellation).
+    pub fn held(mut self) -> Self {
+        self.hold = Hold::UntilReleased;
+        self
+    }
+
+    /// Each call waits for [`ToolProbe::release`] of its call id and ignores cancellation
+    /// meanwhile (a body that drains slowly after an abort).
+    pub fn stubborn(mut self) -> Self {
+        self.hold = Hold::IgnoringCancel;
+        self
+    }
+
+    /// Each call asks to conclude the turn after its step.
+    pub fn concludes(mut self) -> Self {
+        self.concludes = true;
+        self
+    }
+
+    /// Each call defers `text` as a user message into the next step.
+    pub fn defers_context(mut self, text: impl Into<String>) -> Self {
+        self.context = Some(text.into());
+        self
+    }
+
+    /// The tool, journaling to `probe` (which also releases held calls).
+    pub fn build(self, probe: &ToolProbe) -> Arc<dyn Tool> {
+        Arc::new(Scripted {
+            spec: self,
+            probe: probe.clone(),
+        })
+    }
+}
+
+struct Scripted {
+    spec: ScriptedTool,
+    probe: ToolProbe,
+}
+
+impl Tool for Scripted {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> String {
+        format!("the {} test tool", self.spec.name)
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
+        self.spec.parallel
+    }
+
+    fn execute<'a>(
+        &'a self,
+        args: Value,
+        exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let id = exec.call_id().to_string();
+            self.probe.enter(&id);
+            match self.spec.hold {
+                Hold::No => {}
+                Hold::UntilReleased => {
+                    tokio::select! {
+                        () = self.probe.released(&id) => {}
+                        () = exec.signal().cancelled() => {}
+                    }
+                }
+                Hold::IgnoringCancel => self.probe.released(&id).await,
+            }
+            if self.spec.concludes {
+                exec.conclude_turn();
+            }
+            if let Some(context) = &self.spec.context {
+                exec.defer_context(Message::user_text(context.as_str()));
+            }
+            self.probe.leave(&id);
+            Ok(Value::String(format!(
+                "{}:{}",
+                self.spec.name,
+                text_arg(&args, "text")
+            )))
         })
     }
 }

@@ -44,6 +44,14 @@ impl ScriptEntry {
     }
 }
 
+/// A script of plain text answers ([`text_response`](super::text_response)), one per call.
+pub fn text_script(answers: &[&str]) -> Vec<ScriptEntry> {
+    answers
+        .iter()
+        .map(|answer| super::text_response(answer).into())
+        .collect()
+}
+
 impl From<Vec<StreamChunk>> for ScriptEntry {
     fn from(chunks: Vec<StreamChunk>) -> Self {
         Self::Chunks(chunks)

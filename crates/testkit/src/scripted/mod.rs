@@ -10,7 +10,7 @@
 mod adapter;
 mod responses;
 
-pub use adapter::{RespondFn, ScriptEntry, ScriptedAdapter, SCRIPT_EXHAUSTED};
+pub use adapter::{text_script, RespondFn, ScriptEntry, ScriptedAdapter, SCRIPT_EXHAUSTED};
 pub use responses::{
     error_finish, error_finish_with, max_tokens_response, reasoning_text_response, text_response,
     tool_call_response, Response, SCRIPTED_USAGE,

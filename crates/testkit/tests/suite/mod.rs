@@ -1,6 +1,7 @@
 mod checks;
 mod checks_fixtures;
 mod fake_agent;
+mod harness;
 mod log_builder;
 mod mock_binary;
 mod mock_client;

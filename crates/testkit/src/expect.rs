@@ -1,13 +1,22 @@
-#![allow(dead_code)] // shared helpers; not every test uses every one
-//! Expected session logs, written event by event.
+//! Expected session logs of [harness](crate::harness) agents, written event by event.
 //!
 //! Each helper returns the JSON of one event (or of a run of chunk events) as
-//! `testkit::normalize::log_json` renders it, without its `seq`; [`log`] numbers a whole
-//! expected log, so tests state complete logs as values without counting seqs by hand.
+//! [`log_json`](crate::normalize::log_json) renders it, without its `seq`; [`log`] numbers a
+//! whole expected log, so tests state complete logs as values without counting seqs by hand,
+//! and [`assert_log`] names the first event where two logs part.
+//!
+//! ```
+//! use dsh_testkit::expect::*;
+//! let expected = log(&flat(vec![
+//!     vec![insert("next-turn", 0, &["hi"]), turn_start(1), claim("next-turn", 0, 1)],
+//!     vec![step_start(1, 1), user("hi")],
+//! ]));
+//! assert_eq!(expected[4]["seq"], 4);
+//! ```
 
+use crate::harness::{msg_json, TestTool, MODEL, PROVIDER};
+use crate::scripted::text_response;
 use dsh_protocol::StreamChunk;
-use dsh_testkit::harness::{msg_json, TestTool, MODEL, PROVIDER};
-use dsh_testkit::scripted::text_response;
 use serde_json::{json, Value};
 
 pub type Events = Vec<Value>;
@@ -43,6 +52,7 @@ pub fn log(parts: &[Events]) -> Value {
 }
 
 /// Asserts two logs are equal; on failure names the first differing event.
+#[allow(clippy::panic)] // an assertion helper: failing loudly is its job
 #[track_caller]
 pub fn assert_log(actual: &Value, expected: &Value) {
     if actual == expected {
@@ -53,10 +63,7 @@ pub fn assert_log(actual: &Value, expected: &Value) {
         expected.as_array().cloned().unwrap_or_default(),
     );
     let first = (0..a.len().max(e.len())).find(|&i| a.get(i) != e.get(i));
-    let pretty = |v: Option<&Value>| {
-        v.map(|v| serde_json::to_string_pretty(v).unwrap())
-            .unwrap_or_else(|| "<nothing>".into())
-    };
+    let pretty = |v: Option<&Value>| v.map(pretty_json).unwrap_or_else(|| "<nothing>".into());
     match first {
         Some(i) => panic!(
             "logs differ first at seq {i} ({} events logged, {} expected)\n  logged: {}\nexpected: {}\nwhole log:\n{}",
@@ -64,10 +71,25 @@ pub fn assert_log(actual: &Value, expected: &Value) {
             e.len(),
             pretty(a.get(i)),
             pretty(e.get(i)),
-            serde_json::to_string_pretty(actual).unwrap()
+            pretty_json(actual)
         ),
         None => panic!("logs differ"),
     }
+}
+
+fn pretty_json(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The events of `log` (a [`log_json`](crate::normalize::log_json) array) whose type is one
+/// of `types`, in order.
+pub fn of_types(log: &Value, types: &[&str]) -> Vec<Value> {
+    log.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["type"].as_str().is_some_and(|t| types.contains(&t)))
+        .cloned()
+        .collect()
 }
 
 fn one(value: Value) -> Events {
@@ -143,7 +165,7 @@ pub fn step_end(turn: u64, step: u64) -> Events {
     one(json!({"type": "step/end", "data": {"turn": turn, "step": step}}))
 }
 
-/// `user/message` of [`dsh_testkit::harness::msg`]`(text)`.
+/// `user/message` of [`msg`](crate::harness::msg)`(text)`.
 pub fn user(text: &str) -> Events {
     one(json!({"type": "user/message", "surfaceOp": "append", "data": msg_json(text)}))
 }
@@ -184,9 +206,14 @@ pub fn chunks(turn: u64, step: u64, chunks: &[StreamChunk]) -> Events {
         .iter()
         .map(|chunk| {
             json!({"type": "assistant/chunk",
-                "data": {"turn": turn, "step": step, "chunk": serde_json::to_value(chunk).unwrap()}})
+                "data": {"turn": turn, "step": step, "chunk": chunk_json(chunk)}})
         })
         .collect()
+}
+
+fn chunk_json(chunk: &StreamChunk) -> Value {
+    // Chunks serialize infallibly (string keys only).
+    serde_json::to_value(chunk).unwrap_or(Value::Null)
 }
 
 /// The usage every scripted reply reports.

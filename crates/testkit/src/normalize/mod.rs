@@ -16,6 +16,12 @@
 //!     json!([{"id": "<id-1>"}, {"id": "<id-2>", "parent": "<id-1>", "session": "session-<id-2>"}])
 //! );
 //! ```
+//!
+//! [`outline`] renders a log as one short line per event, for assertions about order.
+
+mod outline;
+
+pub use outline::outline;
 
 use dsh_llm::LlmRequest;
 use dsh_session::SessionEvent;
