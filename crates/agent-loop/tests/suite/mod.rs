@@ -11,6 +11,7 @@ mod invariants_log;
 mod invariants_requests;
 mod invariants_turns;
 mod lifecycle;
+mod retry;
 mod support;
 mod tools;
 mod turns;
