@@ -3,14 +3,9 @@
 //! anything is mounted.
 
 use super::error::AppError;
-use crate::config::{
-    self, ApiKeyStatus, MaxTokensField, Modality, Provider, ReplayReasoning, Settings, Source,
-    DEEPSEEK_ROUTE, OPENAI_ROUTE,
-};
+use crate::config::{self, ApiKeyStatus, Provider, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE};
 use dsh_kernel::{Composition, PluginTable};
-use dsh_llm_openai::{
-    Compat, ModelCatalog, ModelEntry, OpenAiConfig, ReasoningReplay, RouteConfig,
-};
+use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
 use dsh_tools_builtin::approval::ApprovalRule;
 use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
 use serde_json::{json, Map, Value};
@@ -121,27 +116,6 @@ fn route_config(provider: &Provider) -> RouteConfig {
     } else {
         RouteConfig::openai_compatible()
     };
-    let models: Vec<ModelEntry> = provider
-        .models
-        .value
-        .iter()
-        .map(|entry| ModelEntry {
-            id: entry.id.clone(),
-            context_window: entry.context_window,
-            max_tokens: entry.max_output_tokens,
-            reasoning_efforts: entry.reasoning_efforts.clone(),
-            default_effort: entry.default_effort.clone(),
-            input: entry.input.as_ref().map(|input| {
-                input
-                    .iter()
-                    .map(|m| match m {
-                        Modality::Text => dsh_llm::Modality::Text,
-                        Modality::Image => dsh_llm::Modality::Image,
-                    })
-                    .collect()
-            }),
-        })
-        .collect();
     let compat = &provider.compat;
     RouteConfig {
         route: provider.route.clone(),
@@ -156,23 +130,14 @@ fn route_config(provider: &Provider) -> RouteConfig {
             .map(|(name, value)| (name.clone(), value.value.expose().to_owned()))
             .collect(),
         catalog: ModelCatalog {
-            models,
+            models: provider.models.value.clone(),
             accept_unlisted: true,
             defaults: base.catalog.defaults.clone(),
         },
         compat: Compat {
-            max_tokens_field: match compat.max_tokens_field.value {
-                MaxTokensField::MaxTokens => dsh_llm_openai::MaxTokensField::MaxTokens,
-                MaxTokensField::MaxCompletionTokens => {
-                    dsh_llm_openai::MaxTokensField::MaxCompletionTokens
-                }
-            },
+            max_tokens_field: compat.max_tokens_field.value,
             send_thinking: compat.send_thinking.value,
-            reasoning_replay: match compat.replay_reasoning.value {
-                ReplayReasoning::Off => ReasoningReplay::Off,
-                ReplayReasoning::ToolCallTurns => ReasoningReplay::ToolCallTurns,
-                ReplayReasoning::Always => ReasoningReplay::Always,
-            },
+            reasoning_replay: compat.replay_reasoning.value,
         },
         ..base
     }

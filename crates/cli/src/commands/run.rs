@@ -258,9 +258,9 @@ struct SandboxNotice {
 impl SandboxNotice {
     fn new(runtime: &Runtime, output: Arc<RunOutput>, enabled: bool) -> Self {
         let mode = runtime.settings().sandbox.mode.value;
-        let confined = mode != crate::config::SandboxMode::DangerFullAccess;
+        let confined = mode != dsh_tools_builtin::SandboxMode::DangerFullAccess;
         Self {
-            mode: (enabled && confined).then(|| crate::app::tool_sandbox_mode(mode)),
+            mode: (enabled && confined).then_some(mode),
             output,
             probe: std::sync::Mutex::new(None),
             started: AtomicBool::new(false),
