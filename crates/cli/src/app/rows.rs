@@ -6,9 +6,10 @@ use super::error::AppError;
 use crate::config::{self, ApiKeyStatus, Provider, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE};
 use dsh_kernel::{Composition, PluginTable};
 use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
-use dsh_tools_builtin::approval::ApprovalRule;
-use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
-use serde_json::{json, Map, Value};
+use dsh_tools_builtin::{
+    ApprovalSettings, BuiltinToolsConfig, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
+};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// Every plugin the `dsh` binary can mount, by name.
@@ -54,8 +55,8 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
                 ..openai_config(settings)
             })
             .ok(),
-            config::TOOLS_BUILTIN_ROW => Some(builtin_tools_config(settings)),
-            config::APPROVAL_ROW => Some(approval_config(settings)),
+            config::TOOLS_BUILTIN_ROW => serde_json::to_value(builtin_tools_config(settings)).ok(),
+            config::APPROVAL_ROW => serde_json::to_value(approval_config(settings)).ok(),
             _ => None,
         };
         if let Some(config) = derived {
@@ -143,31 +144,34 @@ fn route_config(provider: &Provider) -> RouteConfig {
     }
 }
 
-/// `[tools]` as the built-in tools plugin's config: a switch for every built-in tool.
-pub fn builtin_tools_config(settings: &Settings) -> Value {
-    let flags: Map<String, Value> = BUILTIN_TOOL_NAMES
+/// `[tools]` as the built-in tools plugin's config: a switch for every built-in tool. Built as
+/// the plugin's own type (not hand-written JSON), so the row cannot drift from what the plugin
+/// reads.
+pub fn builtin_tools_config(settings: &Settings) -> BuiltinToolsConfig {
+    let flags = BUILTIN_TOOL_NAMES
         .iter()
-        .map(|name| {
-            (
-                (*name).to_owned(),
-                Value::Bool(settings.tools.is_enabled(name)),
-            )
-        })
+        .map(|name| ((*name).to_owned(), settings.tools.is_enabled(name)))
         .collect();
-    json!({
-        "enabled": flags,
-        "web_fetch": {
-            "enabled": settings.tools.is_enabled("web_fetch"),
-            "allow_private_addresses": settings.tools.web_fetch_allow_private.value,
+    BuiltinToolsConfig {
+        enabled: Some(ToolSelection::Flags(flags)),
+        web_fetch: WebFetchSettings {
+            enabled: settings.tools.is_enabled("web_fetch"),
+            allow_private_addresses: settings.tools.web_fetch_allow_private.value,
         },
-    })
+    }
 }
 
-/// `[approval]` as the approval plugin's config. The rules already are the plugin's own
-/// type; a composition row carries them in the form they were read from.
-pub fn approval_config(settings: &Settings) -> Value {
-    let rules: Vec<&ApprovalRule> = settings.approval.rules.iter().map(|r| &r.value).collect();
-    json!({ "policy": settings.approval.policy.value.as_str(), "rules": rules })
+/// `[approval]` as the approval plugin's config, in the plugin's own type.
+pub fn approval_config(settings: &Settings) -> ApprovalSettings {
+    ApprovalSettings {
+        policy: settings.approval.policy.value,
+        rules: settings
+            .approval
+            .rules
+            .iter()
+            .map(|rule| rule.value.clone())
+            .collect(),
+    }
 }
 
 /// The persistence row's config as mounted (so the session commands read the same root, in
