@@ -12,6 +12,7 @@ mod invariants_requests;
 mod invariants_turns;
 mod lifecycle;
 mod retry;
+mod session_meta;
 mod support;
 mod tools;
 mod turns;
