@@ -11,7 +11,7 @@ use super::{exit, GlobalArgs};
 use crate::app::{find_session, sessions_of, AgentStart, BootOptions, Runtime};
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::{
-    run_terminal, AgentDriver, Answers, DriverError, Input, ModelInfo, OpenedHow, OpenedSession,
+    run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
     SessionListing, TuiAnswerer,
 };
 use dsh_agent::{
@@ -362,7 +362,7 @@ impl AgentDriver for AppDriver {
         Ok(())
     }
 
-    fn model(&self) -> ModelInfo {
+    fn model(&self) -> CurrentModel {
         let settings = self.runtime.settings();
         let (provider, model) = match self.selection.current() {
             Some(chosen) => (chosen.provider, chosen.model),
@@ -375,7 +375,7 @@ impl AgentDriver for AppDriver {
             .provider(&provider)
             .map(|p| p.models.value.iter().map(|m| m.id.clone()).collect())
             .unwrap_or_default();
-        ModelInfo {
+        CurrentModel {
             provider,
             model,
             catalog,
