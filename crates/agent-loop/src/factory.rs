@@ -15,9 +15,7 @@ use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_llm::LlmRuntime;
 use dsh_prompt::{SystemPrompt, ToolProvision};
 use dsh_protocol::SessionId;
-use dsh_session::{
-    Seed, SeedSource, Session, SessionEvent, SessionOptions, SessionOrigin, SessionStore,
-};
+use dsh_session::{Seed, SeedSource, Session, SessionEvent, SessionOptions, SessionStore};
 use dsh_tools::ToolRuntime;
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
@@ -229,10 +227,7 @@ fn prepare_new_session(
             cwd: meta.cwd,
             parent_session: meta.parent_session,
             seed_length: meta.seed_length,
-            origin: meta.origin.map(|o| match o.as_str() {
-                "subagent" => SessionOrigin::Subagent,
-                _ => SessionOrigin::Other(o),
-            }),
+            origin: meta.origin,
             delegation_depth: meta.delegation_depth,
             agent_preset: meta.agent_preset,
             seed: seed.map(|events| Seed {

@@ -6,6 +6,10 @@
 //! - [`AgentLoop`] (plugin [`AgentLoopPlugin`], name `agent-loop`) is the factory behind
 //!   `AgentRegistry::create`/`resume`: it prepares the driver, runs the publication
 //!   transaction with rollback, and owns each agent's ordered teardown.
+//! - [`RetryPlugin`] (name `llm-retry`) is the loop's retry policy: an `agent/request-error`
+//!   listener that re-issues retryable model failures with the serving registration's
+//!   [`dsh_llm::ResolvedRetryPolicy`], logging `llm/retry` and `llm/retry-started`. It lives
+//!   beside the loop, not in a model adapter, so an adapter knows nothing about agents.
 //!
 //! Every await of a turn is raced against the turn's abort signal, and every boundary the
 //! loop opens is closed by a guard, so cancellation at any point leaves a balanced log.
@@ -53,6 +57,7 @@ mod error;
 mod factory;
 mod phase;
 mod request;
+mod retry;
 mod runtime_context;
 mod step;
 mod teardown;
@@ -62,3 +67,4 @@ pub use agent::ReactLoopAgent;
 pub use config::{AgentLoopConfig, ConfiguredAgent, DEFAULT_MAX_PARALLEL_TOOL_CALLS};
 pub use error::LoopError;
 pub use factory::{AgentLoop, AgentLoopPlugin};
+pub use retry::{RetryPlugin, RetryPluginConfig};

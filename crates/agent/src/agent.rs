@@ -6,7 +6,7 @@ use crate::error::{AgentError, BoxError};
 use crate::inbox::Inbox;
 use dsh_kernel::{Context, ScopeKey};
 use dsh_protocol::{Message, SessionId};
-use dsh_session::{InboxTarget, Session, SessionEvent};
+use dsh_session::{InboxTarget, Session, SessionEvent, SessionOrigin};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -258,7 +258,8 @@ pub struct SessionMeta {
     pub parent_session: Option<SessionId>,
     /// Length of an inherited fork prefix.
     pub seed_length: Option<u64>,
-    pub origin: Option<String>,
+    /// Who created the session, when not a person (`subagent` for a delegated child).
+    pub origin: Option<SessionOrigin>,
     pub delegation_depth: Option<u64>,
     pub agent_preset: Option<Value>,
 }

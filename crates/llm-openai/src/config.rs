@@ -60,24 +60,25 @@ impl Thinking {
     }
 }
 
-/// Which body field carries the output cap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MaxTokensField {
-    MaxTokens,
-    MaxCompletionTokens,
+dsh_protocol::word_enum! {
+    /// Which body field carries the output cap (a route's `compat.max_tokens_field`).
+    pub enum MaxTokensField {
+        MaxTokens = "max_tokens",
+        MaxCompletionTokens = "max_completion_tokens",
+    }
 }
 
-/// When assistant reasoning is sent back as `reasoning_content`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReasoningReplay {
-    /// Never (gateways that reject the field).
-    Off,
-    /// Only on turns that called tools.
-    ToolCallTurns,
-    /// Whenever the message has reasoning (DeepSeek refuses tool-call turns without it).
-    Always,
+dsh_protocol::word_enum! {
+    /// When assistant reasoning is sent back as `reasoning_content` (a route's
+    /// `compat.replay_reasoning`).
+    pub enum ReasoningReplay {
+        /// Never (gateways that reject the field).
+        Off = "off",
+        /// Only on turns that called tools.
+        ToolCallTurns = "tool-call-turns",
+        /// Whenever the message has reasoning (DeepSeek refuses tool-call turns without it).
+        Always = "always",
+    }
 }
 
 /// Per-route switches for gateway differences.

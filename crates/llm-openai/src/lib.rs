@@ -13,14 +13,13 @@
 //! ([`OpenAiConfig::user_id`]) goes out as `x-deepseek-harness-user-id` only on the DeepSeek
 //! route unless a route opts in ([`RouteConfig::send_user_id`]).
 //!
-//! [`RetryPlugin`] is the `agent/request-error` listener that retries retryable failures with
-//! the serving registration's [`dsh_llm::ResolvedRetryPolicy`], logging `llm/retry` and
-//! `llm/retry-started`.
+//! The adapter knows nothing about agents or sessions: the loop's retry policy for failed
+//! requests (`llm-retry`) is `dsh_agent_loop::RetryPlugin`, which reads the
+//! [`dsh_llm::ResolvedRetryPolicy`] each route registers with.
 
 mod adapter;
 mod config;
 mod plugin;
-mod retry;
 pub mod sse;
 pub mod status;
 pub mod translate;
@@ -33,4 +32,3 @@ pub use config::{
     DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
 };
 pub use plugin::{EnvSource, OpenAiPlugin};
-pub use retry::{RetryPlugin, RetryPluginConfig};

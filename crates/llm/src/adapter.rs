@@ -38,12 +38,12 @@ impl LlmRequest {
     }
 }
 
-/// A kind of input a model accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Modality {
-    Text,
-    Image,
+dsh_protocol::word_enum! {
+    /// A kind of input a model accepts (the words of a model entry's `input` list).
+    pub enum Modality {
+        Text = "text",
+        Image = "image",
+    }
 }
 
 /// The reasoning efforts a model accepts.

@@ -8,6 +8,9 @@
 //! kebab-case tags), and every "merge-extensible" union has an `Other` variant that carries
 //! values this build does not know through unchanged, so logs written by newer builds or by
 //! plugins stay loadable.
+//!
+//! [`words`] is the pattern for closed word sets (sandbox modes, approval policies, gateway
+//! switches): each is declared once with [`word_enum!`] where its concept is owned.
 
 mod failure;
 mod ids;
@@ -15,6 +18,7 @@ pub mod json;
 mod message;
 mod request;
 mod stream;
+pub mod words;
 
 pub use failure::{codes, LlmFailure};
 pub use ids::{CallId, MessageId, SessionId};
@@ -23,3 +27,4 @@ pub use message::{
 };
 pub use request::{AdapterDefaults, EpochHeader, LlmCallConfig, ToolSchema};
 pub use stream::{BlockType, FinishReason, StreamChunk};
+pub use words::{UnknownWord, Word};

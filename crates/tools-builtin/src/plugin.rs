@@ -31,7 +31,7 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
 ];
 
 /// Which tools to register: a list of names, or per-tool flags over the default set.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(untagged)]
 pub enum ToolSelection {
     /// Exactly these tools.
@@ -41,7 +41,7 @@ pub enum ToolSelection {
 }
 
 /// `web_fetch` settings. Off by default: fetching is network egress the user opts into.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebFetchSettings {
     pub enabled: bool,
@@ -50,7 +50,7 @@ pub struct WebFetchSettings {
 }
 
 /// Configuration of [`BuiltinToolsPlugin`]. `null`/`{}` registers every tool but `web_fetch`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BuiltinToolsConfig {
     pub enabled: Option<ToolSelection>,

@@ -15,5 +15,7 @@ mod invariants_log;
 mod invariants_requests;
 mod invariants_turns;
 mod lifecycle;
+mod retry;
+mod session_meta;
 mod tools;
 mod turns;

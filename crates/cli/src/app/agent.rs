@@ -4,7 +4,7 @@
 //! model requests per turn.
 
 use super::Boot;
-use crate::config::{ApprovalPolicy as PolicyWord, SandboxMode as ModeWord, Source};
+use crate::config::Source;
 use crate::instructions::Instructions;
 use dsh_agent::{
     Agent, AgentEvent, AgentSetup, PreStep, PreStepDecision, SessionStart, SessionStartSource,
@@ -13,8 +13,7 @@ use dsh_kernel::{BoxError, Context, KernelError};
 use dsh_protocol::SessionId;
 use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
 use dsh_tools_builtin::{
-    ApprovalPolicy, PermissionPreset, SandboxMode, SessionFacts, SessionSafety, ToolEnv,
-    WebFetchConfig,
+    PermissionPreset, SandboxMode, SessionFacts, SessionSafety, ToolEnv, WebFetchConfig,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,23 +28,6 @@ pub struct AgentStart {
     pub max_steps: Option<u64>,
     /// Set when the step cap stopped a turn.
     pub step_cap_hit: Option<Arc<AtomicBool>>,
-}
-
-/// The tools' sandbox mode for a settings word.
-pub fn sandbox_mode(word: ModeWord) -> SandboxMode {
-    match word {
-        ModeWord::ReadOnly => SandboxMode::ReadOnly,
-        ModeWord::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-        ModeWord::DangerFullAccess => SandboxMode::DangerFullAccess,
-    }
-}
-
-fn approval_policy(word: PolicyWord) -> ApprovalPolicy {
-    match word {
-        PolicyWord::Ask => ApprovalPolicy::Ask,
-        PolicyWord::Never => ApprovalPolicy::Never,
-        PolicyWord::Auto => ApprovalPolicy::Auto,
-    }
 }
 
 /// Whether this run's person chose the value (a flag or an env var), so it also applies to
@@ -78,15 +60,11 @@ impl Boot {
     }
 
     fn safety(&self) -> SessionSafety {
-        let mode = sandbox_mode(self.settings.sandbox.mode.value);
+        let mode = self.settings.sandbox.mode.value;
         SessionSafety {
-            preset: match mode {
-                SandboxMode::ReadOnly => PermissionPreset::ReadOnly,
-                SandboxMode::WorkspaceWrite => PermissionPreset::WorkspaceWrite,
-                SandboxMode::DangerFullAccess => PermissionPreset::DangerFullAccess,
-            },
+            preset: PermissionPreset::for_sandbox(mode),
             sandbox: mode,
-            policy: approval_policy(self.settings.approval.policy.value),
+            policy: self.settings.approval.policy.value,
         }
     }
 
@@ -128,7 +106,7 @@ impl Boot {
             SessionStartSource::Resume => {
                 let recorded = fold_session_safety(&session.events());
                 let settings = &self.settings;
-                let wanted = sandbox_mode(settings.sandbox.mode.value);
+                let wanted = settings.sandbox.mode.value;
                 let mode = match recorded.sandbox {
                     Some(mode) if !chosen_now(settings.sandbox.mode.source) => mode,
                     Some(mode) if mode == wanted => mode,
@@ -140,8 +118,7 @@ impl Boot {
                 self.set_sandbox_mode(agent.as_ref(), mode)?;
                 if let Some(approvals) = &self.approvals {
                     if chosen_now(settings.approval.policy.source) {
-                        approvals
-                            .set_policy(session, approval_policy(settings.approval.policy.value))?;
+                        approvals.set_policy(session, settings.approval.policy.value)?;
                     }
                 }
             }
@@ -157,7 +134,7 @@ impl Boot {
             Box::pin(async move {
                 if let Some(envs) = &boot.envs {
                     // A resumed session may switch it to its recorded mode at session start.
-                    let env = boot.tool_env(&id, sandbox_mode(boot.settings.sandbox.mode.value))?;
+                    let env = boot.tool_env(&id, boot.settings.sandbox.mode.value)?;
                     envs.set(&ctx, env)?.forget();
                 }
                 let listener = boot.clone();

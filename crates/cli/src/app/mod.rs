@@ -20,7 +20,7 @@ mod identity;
 mod lookup;
 mod rows;
 
-pub use agent::{sandbox_mode as tool_sandbox_mode, AgentStart};
+pub use agent::AgentStart;
 pub use error::AppError;
 pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
@@ -179,7 +179,7 @@ impl Runtime {
                 m.id == settings.model.model.value
                     && m.input
                         .as_ref()
-                        .is_some_and(|input| input.contains(&config::Modality::Image))
+                        .is_some_and(|input| input.contains(&dsh_llm::Modality::Image))
             })
         });
         let boot = Boot {
@@ -318,8 +318,8 @@ impl Runtime {
     /// What the kernel cannot confine in the configured sandbox mode, if anything. Probes the
     /// kernel on first use (it forks a short-lived shell), so call it off the hot path.
     pub fn sandbox_notice(&self) -> Option<SandboxNotice> {
-        let mode = agent::sandbox_mode(self.settings().sandbox.mode.value);
-        if mode == dsh_tools_builtin::SandboxMode::DangerFullAccess {
+        let mode = self.settings().sandbox.mode.value;
+        if mode == SandboxMode::DangerFullAccess {
             return None;
         }
         SandboxProbe::current().notice(mode)

@@ -3,17 +3,13 @@
 //! anything is mounted.
 
 use super::error::AppError;
-use crate::config::{
-    self, ApiKeyStatus, MaxTokensField, Modality, Provider, ReplayReasoning, Settings, Source,
-    DEEPSEEK_ROUTE, OPENAI_ROUTE,
-};
+use crate::config::{self, ApiKeyStatus, Provider, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE};
 use dsh_kernel::{Composition, PluginTable};
-use dsh_llm_openai::{
-    Compat, ModelCatalog, ModelEntry, OpenAiConfig, ReasoningReplay, RouteConfig,
+use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
+use dsh_tools_builtin::{
+    ApprovalSettings, BuiltinToolsConfig, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
 };
-use dsh_tools_builtin::approval::ApprovalRule;
-use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// Every plugin the `dsh` binary can mount, by name.
@@ -24,7 +20,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_store::CheckpointPolicyPlugin>()
         .with::<dsh_llm::LlmPlugin>()
         .with::<dsh_llm_openai::OpenAiPlugin>()
-        .with::<dsh_llm_openai::RetryPlugin>()
+        .with::<dsh_agent_loop::RetryPlugin>()
         .with::<dsh_prompt::SystemPromptPlugin>()
         .with::<dsh_tools::ToolsPlugin>()
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
@@ -59,8 +55,8 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
                 ..openai_config(settings)
             })
             .ok(),
-            config::TOOLS_BUILTIN_ROW => Some(builtin_tools_config(settings)),
-            config::APPROVAL_ROW => Some(approval_config(settings)),
+            config::TOOLS_BUILTIN_ROW => serde_json::to_value(builtin_tools_config(settings)).ok(),
+            config::APPROVAL_ROW => serde_json::to_value(approval_config(settings)).ok(),
             _ => None,
         };
         if let Some(config) = derived {
@@ -121,27 +117,6 @@ fn route_config(provider: &Provider) -> RouteConfig {
     } else {
         RouteConfig::openai_compatible()
     };
-    let models: Vec<ModelEntry> = provider
-        .models
-        .value
-        .iter()
-        .map(|entry| ModelEntry {
-            id: entry.id.clone(),
-            context_window: entry.context_window,
-            max_tokens: entry.max_output_tokens,
-            reasoning_efforts: entry.reasoning_efforts.clone(),
-            default_effort: entry.default_effort.clone(),
-            input: entry.input.as_ref().map(|input| {
-                input
-                    .iter()
-                    .map(|m| match m {
-                        Modality::Text => dsh_llm::Modality::Text,
-                        Modality::Image => dsh_llm::Modality::Image,
-                    })
-                    .collect()
-            }),
-        })
-        .collect();
     let compat = &provider.compat;
     RouteConfig {
         route: provider.route.clone(),
@@ -156,53 +131,47 @@ fn route_config(provider: &Provider) -> RouteConfig {
             .map(|(name, value)| (name.clone(), value.value.expose().to_owned()))
             .collect(),
         catalog: ModelCatalog {
-            models,
+            models: provider.models.value.clone(),
             accept_unlisted: true,
             defaults: base.catalog.defaults.clone(),
         },
         compat: Compat {
-            max_tokens_field: match compat.max_tokens_field.value {
-                MaxTokensField::MaxTokens => dsh_llm_openai::MaxTokensField::MaxTokens,
-                MaxTokensField::MaxCompletionTokens => {
-                    dsh_llm_openai::MaxTokensField::MaxCompletionTokens
-                }
-            },
+            max_tokens_field: compat.max_tokens_field.value,
             send_thinking: compat.send_thinking.value,
-            reasoning_replay: match compat.replay_reasoning.value {
-                ReplayReasoning::Off => ReasoningReplay::Off,
-                ReplayReasoning::ToolCallTurns => ReasoningReplay::ToolCallTurns,
-                ReplayReasoning::Always => ReasoningReplay::Always,
-            },
+            reasoning_replay: compat.replay_reasoning.value,
         },
         ..base
     }
 }
 
-/// `[tools]` as the built-in tools plugin's config: a switch for every built-in tool.
-pub fn builtin_tools_config(settings: &Settings) -> Value {
-    let flags: Map<String, Value> = BUILTIN_TOOL_NAMES
+/// `[tools]` as the built-in tools plugin's config: a switch for every built-in tool. Built as
+/// the plugin's own type (not hand-written JSON), so the row cannot drift from what the plugin
+/// reads.
+pub fn builtin_tools_config(settings: &Settings) -> BuiltinToolsConfig {
+    let flags = BUILTIN_TOOL_NAMES
         .iter()
-        .map(|name| {
-            (
-                (*name).to_owned(),
-                Value::Bool(settings.tools.is_enabled(name)),
-            )
-        })
+        .map(|name| ((*name).to_owned(), settings.tools.is_enabled(name)))
         .collect();
-    json!({
-        "enabled": flags,
-        "web_fetch": {
-            "enabled": settings.tools.is_enabled("web_fetch"),
-            "allow_private_addresses": settings.tools.web_fetch_allow_private.value,
+    BuiltinToolsConfig {
+        enabled: Some(ToolSelection::Flags(flags)),
+        web_fetch: WebFetchSettings {
+            enabled: settings.tools.is_enabled("web_fetch"),
+            allow_private_addresses: settings.tools.web_fetch_allow_private.value,
         },
-    })
+    }
 }
 
-/// `[approval]` as the approval plugin's config. The rules already are the plugin's own
-/// type; a composition row carries them in the form they were read from.
-pub fn approval_config(settings: &Settings) -> Value {
-    let rules: Vec<&ApprovalRule> = settings.approval.rules.iter().map(|r| &r.value).collect();
-    json!({ "policy": settings.approval.policy.value.as_str(), "rules": rules })
+/// `[approval]` as the approval plugin's config, in the plugin's own type.
+pub fn approval_config(settings: &Settings) -> ApprovalSettings {
+    ApprovalSettings {
+        policy: settings.approval.policy.value,
+        rules: settings
+            .approval
+            .rules
+            .iter()
+            .map(|rule| rule.value.clone())
+            .collect(),
+    }
 }
 
 /// The persistence row's config as mounted (so the session commands read the same root, in

@@ -11,7 +11,7 @@ use super::{exit, GlobalArgs};
 use crate::app::{find_session, sessions_of, AgentStart, BootOptions, Runtime};
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::{
-    run_terminal, AgentDriver, Answers, DriverError, Input, ModelInfo, OpenedHow, OpenedSession,
+    run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
     SessionListing, TuiAnswerer,
 };
 use dsh_agent::{
@@ -71,7 +71,7 @@ async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result
 /// Probes the sandbox off the UI thread (it forks a short-lived shell) and says once what it
 /// cannot enforce.
 fn spawn_sandbox_notice(settings: &Settings, inputs: mpsc::UnboundedSender<Input>) {
-    let mode = crate::app::tool_sandbox_mode(settings.sandbox.mode.value);
+    let mode = settings.sandbox.mode.value;
     if mode == SandboxMode::DangerFullAccess {
         return;
     }
@@ -296,8 +296,7 @@ impl AppDriver {
     /// The sandbox mode this run pins with a flag or an environment variable, if any.
     fn pinned_sandbox(&self) -> Option<SandboxMode> {
         let mode = &self.runtime.settings().sandbox.mode;
-        matches!(mode.source, Source::Flag { .. } | Source::Env { .. })
-            .then(|| crate::app::tool_sandbox_mode(mode.value))
+        matches!(mode.source, Source::Flag { .. } | Source::Env { .. }).then_some(mode.value)
     }
 
     async fn reopen(&self, id: SessionId, how: OpenedHow) -> Result<OpenedSession, DriverError> {
@@ -309,11 +308,7 @@ impl AppDriver {
 }
 
 fn default_preset(settings: &Settings) -> PermissionPreset {
-    match crate::app::tool_sandbox_mode(settings.sandbox.mode.value) {
-        SandboxMode::ReadOnly => PermissionPreset::ReadOnly,
-        SandboxMode::WorkspaceWrite => PermissionPreset::WorkspaceWrite,
-        SandboxMode::DangerFullAccess => PermissionPreset::DangerFullAccess,
-    }
+    PermissionPreset::for_sandbox(settings.sandbox.mode.value)
 }
 
 impl AgentDriver for AppDriver {
@@ -367,7 +362,7 @@ impl AgentDriver for AppDriver {
         Ok(())
     }
 
-    fn model(&self) -> ModelInfo {
+    fn model(&self) -> CurrentModel {
         let settings = self.runtime.settings();
         let (provider, model) = match self.selection.current() {
             Some(chosen) => (chosen.provider, chosen.model),
@@ -380,7 +375,7 @@ impl AgentDriver for AppDriver {
             .provider(&provider)
             .map(|p| p.models.value.iter().map(|m| m.id.clone()).collect())
             .unwrap_or_default();
-        ModelInfo {
+        CurrentModel {
             provider,
             model,
             catalog,

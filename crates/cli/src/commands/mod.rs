@@ -18,8 +18,11 @@ pub mod run_output;
 mod sessions;
 
 use crate::app::AppError;
-use crate::config::{ApprovalPolicy, ConfigError, Env, Overrides, ProcessEnv, SandboxMode};
+use crate::config::{ConfigError, Env, Overrides, ProcessEnv};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use dsh_protocol::Word;
+use dsh_tools_builtin::{ApprovalPolicy, SandboxMode};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,10 +70,10 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "MODEL")]
     pub model: Option<String>,
     /// Which file writes are confined; danger-full-access also means approval "never"
-    #[arg(long, global = true, value_name = "MODE")]
+    #[arg(long, global = true, value_name = "MODE", value_parser = word::<SandboxMode>())]
     pub sandbox: Option<SandboxMode>,
     /// When to ask before a call that needs approval
-    #[arg(long, global = true, value_name = "POLICY")]
+    #[arg(long, global = true, value_name = "POLICY", value_parser = word::<ApprovalPolicy>())]
     pub approval: Option<ApprovalPolicy>,
     /// Endpoint of the selected provider route (for example a local server's
     /// http://127.0.0.1:8080/v1)
@@ -79,6 +82,12 @@ pub struct GlobalArgs {
     /// Work in DIR instead of the current directory (sessions are grouped by it)
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+}
+
+/// The parser of a flag whose values are a closed word set owned by a library crate: clap
+/// lists the words in `--help` and in its error for a wrong one, as for a `ValueEnum`.
+fn word<T: Word>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(T::WORDS.iter().copied()).try_map(|word| word.parse::<T>())
 }
 
 impl GlobalArgs {
@@ -254,5 +263,37 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
         exit::USAGE
     } else {
         exit::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn word_flags_parse_the_owners_words_and_list_them() {
+        let cli =
+            Cli::try_parse_from(["dsh", "--sandbox", "read-only", "--approval", "auto"]).unwrap();
+        assert_eq!(cli.global.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(cli.global.approval, Some(ApprovalPolicy::Auto));
+
+        let error = Cli::try_parse_from(["dsh", "--sandbox", "workspace"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
+        assert_eq!(
+            error.render().to_string(),
+            "error: invalid value 'workspace' for '--sandbox <MODE>'\n  \
+             [possible values: read-only, workspace-write, danger-full-access]\n\n\
+             For more information, try '--help'.\n"
+        );
+
+        let help = Cli::command().render_help().to_string();
+        for words in [
+            "[possible values: read-only, workspace-write, danger-full-access]",
+            "[possible values: ask, never, auto]",
+        ] {
+            assert!(help.contains(words), "{help}");
+        }
     }
 }

@@ -111,7 +111,7 @@ async fn drive(
     };
     let id = resume.clone().unwrap_or_else(Runtime::new_session_id);
     output.session(id.as_str(), resume.is_some());
-    let notice = Arc::new(SandboxNotice::new(runtime, output.clone(), !args.json));
+    let notice = Arc::new(SandboxNoteOnce::new(runtime, output.clone(), !args.json));
     let printer = output.clone();
     let probe = notice.clone();
     let subscription = runtime.subscribe(id.clone(), move |event| {
@@ -248,19 +248,20 @@ async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<
 /// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is
 /// probed (which forks a shell) only when the model first runs a command, and off the
 /// appending thread, so turns without commands never pay for it.
-struct SandboxNotice {
+/// (Not `dsh_tools_builtin::sandbox::SandboxNotice`, the message it prints.)
+struct SandboxNoteOnce {
     mode: Option<dsh_tools_builtin::SandboxMode>,
     output: Arc<RunOutput>,
     probe: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     started: AtomicBool,
 }
 
-impl SandboxNotice {
+impl SandboxNoteOnce {
     fn new(runtime: &Runtime, output: Arc<RunOutput>, enabled: bool) -> Self {
         let mode = runtime.settings().sandbox.mode.value;
-        let confined = mode != crate::config::SandboxMode::DangerFullAccess;
+        let confined = mode != dsh_tools_builtin::SandboxMode::DangerFullAccess;
         Self {
-            mode: (enabled && confined).then(|| crate::app::tool_sandbox_mode(mode)),
+            mode: (enabled && confined).then_some(mode),
             output,
             probe: std::sync::Mutex::new(None),
             started: AtomicBool::new(false),

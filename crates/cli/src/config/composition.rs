@@ -57,7 +57,7 @@ pub fn default_composition() -> Composition {
             null(CHECKPOINT_ROW, dsh_store::CheckpointPolicyPlugin::NAME),
             null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
             null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
-            null(LLM_RETRY_ROW, dsh_llm_openai::RetryPlugin::NAME),
+            null(LLM_RETRY_ROW, dsh_agent_loop::RetryPlugin::NAME),
             Row::new(
                 SYSTEM_PROMPT_ROW,
                 dsh_prompt::SystemPromptPlugin::NAME,

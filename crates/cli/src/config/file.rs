@@ -4,10 +4,11 @@
 use super::error::ConfigError;
 use super::reader::{found, join, to_json, At, Doc, Entries};
 use super::tree::{self, Node};
-use super::types::{
-    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
-};
-use dsh_tools_builtin::approval::{ApprovalRule, RuleAction, RuleError};
+use dsh_llm::Modality;
+use dsh_llm_openai::{MaxTokensField, ModelEntry, ReasoningReplay};
+use dsh_protocol::words;
+use dsh_tools_builtin::approval::{ApprovalPolicy, ApprovalRule, RuleAction, RuleError};
+use dsh_tools_builtin::SandboxMode;
 use std::path::Path;
 
 /// The tools `[tools.<name>]` may configure.
@@ -49,7 +50,7 @@ pub(crate) struct ProviderLayer {
     pub headers: Vec<(String, At<String>)>,
     pub max_tokens_field: Option<At<MaxTokensField>>,
     pub send_thinking: Option<At<bool>>,
-    pub replay_reasoning: Option<At<ReplayReasoning>>,
+    pub replay_reasoning: Option<At<ReasoningReplay>>,
 }
 
 /// One `[[plugins]]` entry: a patch of the composition row `id`.
@@ -119,12 +120,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
                 let table = doc.table("sandbox", node)?;
                 doc.check_keys("sandbox", table, SANDBOX)?;
                 if let Some(node) = get(table, "mode") {
-                    layer.sandbox_mode = Some(doc.word(
-                        "sandbox.mode",
-                        node,
-                        SandboxMode::from_word,
-                        &SandboxMode::expected(),
-                    )?);
+                    layer.sandbox_mode = Some(doc.word::<SandboxMode>("sandbox.mode", node)?);
                 }
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
@@ -256,23 +252,15 @@ fn read_provider(
         let compat = doc.table(&key, node)?;
         doc.check_keys(&key, compat, COMPAT)?;
         if let Some(node) = get(compat, "max_tokens_field") {
-            provider.max_tokens_field = Some(doc.word(
-                &join(&key, "max_tokens_field"),
-                node,
-                MaxTokensField::from_word,
-                &MaxTokensField::expected(),
-            )?);
+            provider.max_tokens_field =
+                Some(doc.word::<MaxTokensField>(&join(&key, "max_tokens_field"), node)?);
         }
         if let Some(node) = get(compat, "send_thinking") {
             provider.send_thinking = Some(doc.boolean(&join(&key, "send_thinking"), node)?);
         }
         if let Some(node) = get(compat, "replay_reasoning") {
-            provider.replay_reasoning = Some(doc.word(
-                &join(&key, "replay_reasoning"),
-                node,
-                ReplayReasoning::from_word,
-                &ReplayReasoning::expected(),
-            )?);
+            provider.replay_reasoning =
+                Some(doc.word::<ReasoningReplay>(&join(&key, "replay_reasoning"), node)?);
         }
     }
     Ok(provider)
@@ -294,7 +282,8 @@ fn read_model_entry(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ModelEnt
         entry.context_window = Some(doc.positive(&join(key, "context_window"), node)?.value);
     }
     if let Some(node) = get(table, "max_output_tokens") {
-        entry.max_output_tokens = Some(doc.positive(&join(key, "max_output_tokens"), node)?.value);
+        // The adapter calls the output cap `max_tokens`; settings keep the original's name.
+        entry.max_tokens = Some(doc.positive(&join(key, "max_output_tokens"), node)?.value);
     }
     if let Some(node) = get(table, "reasoning_efforts") {
         entry.reasoning_efforts = Some(doc.strings(&join(key, "reasoning_efforts"), node)?);
@@ -319,18 +308,13 @@ fn read_model_entry(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ModelEnt
     }
     if let Some(node) = get(table, "input") {
         let input_key = join(key, "input");
-        let expected = format!("an array of {}", Modality::expected());
+        let expected = format!("an array of {}", words::expected::<Modality>());
         let items = doc
             .array(&input_key, node)
             .map_err(|_| doc.invalid(&node.span, &input_key, &expected, found(&node.value)))?;
         let mut input = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let modality = doc.word(
-                &format!("{input_key}[{i}]"),
-                item,
-                Modality::from_word,
-                &Modality::expected(),
-            )?;
+            let modality = doc.word::<Modality>(&format!("{input_key}[{i}]"), item)?;
             input.push(modality.value);
         }
         if input.is_empty() {
@@ -348,12 +332,7 @@ fn read_approval(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<()
     let table = doc.table("approval", node)?;
     doc.check_keys("approval", table, APPROVAL)?;
     if let Some(node) = get(table, "policy") {
-        layer.approval_policy = Some(doc.word(
-            "approval.policy",
-            node,
-            ApprovalPolicy::from_word,
-            &ApprovalPolicy::expected(),
-        )?);
+        layer.approval_policy = Some(doc.word::<ApprovalPolicy>("approval.policy", node)?);
     }
     if let Some(node) = get(table, "rules") {
         for (i, item) in doc.array("approval.rules", node)?.iter().enumerate() {
@@ -377,12 +356,7 @@ fn read_rule(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ApprovalRule>, 
             )
         })
     };
-    let action = doc.word(
-        &join(key, "action"),
-        required("action")?,
-        RuleAction::from_word,
-        &rule_actions(),
-    )?;
+    let action = doc.word::<RuleAction>(&join(key, "action"), required("action")?)?;
     let tool = doc.text(&join(key, "tool"), required("tool")?)?.value;
     let action = action.value;
     let rule = match (get(table, "command_prefix"), get(table, "path")) {
@@ -427,15 +401,6 @@ fn read_rule(doc: &Doc<'_>, key: &str, node: &Node) -> Result<At<ApprovalRule>, 
         value: rule,
         line: doc.line(&node.span),
     })
-}
-
-/// `one of "allow", "deny"`, for error messages.
-fn rule_actions() -> String {
-    let words: Vec<String> = RuleAction::ALL
-        .iter()
-        .map(|action| format!("\"{action}\""))
-        .collect();
-    format!("one of {}", words.join(", "))
 }
 
 fn read_tools(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<(), ConfigError> {

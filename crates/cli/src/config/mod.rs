@@ -38,6 +38,12 @@
 //!
 //! Secrets never enter the settings: a provider names the variable that holds its key and
 //! only the variable's presence is recorded ([`ApiKeyStatus`]).
+//!
+//! The value types are the owning crates' own, not copies: the sandbox mode, approval policy
+//! and rules of `dsh_tools_builtin`, the model entries and gateway switches of
+//! `dsh_llm_openai`, the input modalities of `dsh_llm`. Closed word sets among them are
+//! `dsh_protocol::words::Word`s, which is how the reader, the env layer and the flags list
+//! the valid words in their errors.
 
 mod composition;
 mod env;
@@ -48,7 +54,6 @@ mod settings;
 mod show;
 mod source;
 mod tree;
-mod types;
 
 pub use composition::{
     default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, DERIVED_ROWS,
@@ -64,9 +69,6 @@ pub use settings::{
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};
-pub use types::{
-    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
-};
 
 use std::path::PathBuf;
 

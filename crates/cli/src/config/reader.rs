@@ -3,6 +3,7 @@
 use super::error::{ConfigError, KeyHint};
 use super::source::Location;
 use super::tree::{line_of, Key, Node, Value};
+use dsh_protocol::words::{self, Word};
 use std::ops::Range;
 use std::path::Path;
 
@@ -134,23 +135,16 @@ impl Doc<'_> {
         }
     }
 
-    /// One of a fixed set of words.
-    pub fn word<T>(
-        &self,
-        key: &str,
-        node: &Node,
-        parse: fn(&str) -> Option<T>,
-        expected: &str,
-    ) -> Result<At<T>, ConfigError> {
-        let text = self
-            .string(key, node)
-            .map_err(|_| self.invalid(&node.span, key, expected, found(&node.value)))?;
-        match parse(&text.value) {
-            Some(value) => Ok(At {
+    /// One of a closed word set; a wrong value is answered with the list of valid words.
+    pub fn word<T: Word>(&self, key: &str, node: &Node) -> Result<At<T>, ConfigError> {
+        let wrong = || self.invalid(&node.span, key, &words::expected::<T>(), found(&node.value));
+        let text = self.string(key, node).map_err(|_| wrong())?;
+        match text.value.parse::<T>() {
+            Ok(value) => Ok(At {
                 value,
                 line: text.line,
             }),
-            None => Err(self.invalid(&node.span, key, expected, found(&node.value))),
+            Err(_) => Err(wrong()),
         }
     }
 

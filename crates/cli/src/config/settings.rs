@@ -7,11 +7,12 @@ use super::error::{closest, ConfigError};
 use super::file::{is_http_url, FileLayer, ProviderLayer, KNOWN_TOOLS};
 use super::reader::At;
 use super::source::{Location, Source, Sourced};
-use super::types::{
-    ApprovalPolicy, MaxTokensField, Modality, ModelEntry, ReplayReasoning, SandboxMode,
-};
 use dsh_kernel::Composition;
-use dsh_tools_builtin::approval::ApprovalRule;
+use dsh_llm::Modality;
+use dsh_llm_openai::{MaxTokensField, ModelEntry, ReasoningReplay};
+use dsh_protocol::words;
+use dsh_tools_builtin::approval::{ApprovalPolicy, ApprovalRule};
+use dsh_tools_builtin::SandboxMode;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -103,7 +104,7 @@ pub struct Provider {
 pub struct CompatSettings {
     pub max_tokens_field: Sourced<MaxTokensField>,
     pub send_thinking: Sourced<bool>,
-    pub replay_reasoning: Sourced<ReplayReasoning>,
+    pub replay_reasoning: Sourced<ReasoningReplay>,
 }
 
 /// A header value, which `Debug` never shows.
@@ -181,7 +182,7 @@ impl ToolSettings {
 fn deepseek_models() -> Vec<ModelEntry> {
     let entry = |id: &str, input: &[Modality]| ModelEntry {
         context_window: Some(1_000_000),
-        max_output_tokens: Some(256_000),
+        max_tokens: Some(256_000),
         reasoning_efforts: Some(["off", "low", "high", "max"].map(String::from).to_vec()),
         default_effort: Some("high".into()),
         input: Some(input.to_vec()),
@@ -206,7 +207,7 @@ fn builtin_provider(route: &str) -> Option<Provider> {
             compat: CompatSettings {
                 max_tokens_field: Sourced::default_value(MaxTokensField::MaxTokens),
                 send_thinking: Sourced::default_value(true),
-                replay_reasoning: Sourced::default_value(ReplayReasoning::Always),
+                replay_reasoning: Sourced::default_value(ReasoningReplay::Always),
             },
             ..openai_style(route)
         }),
@@ -229,7 +230,7 @@ fn openai_style(route: &str) -> Provider {
         compat: CompatSettings {
             max_tokens_field: Sourced::default_value(MaxTokensField::MaxTokens),
             send_thinking: Sourced::default_value(false),
-            replay_reasoning: Sourced::default_value(ReplayReasoning::Off),
+            replay_reasoning: Sourced::default_value(ReasoningReplay::Off),
         },
     }
 }
@@ -362,20 +363,20 @@ pub(crate) fn resolve(
     let permission_var = "DSH_PERMISSION_MODE";
     let env_mode = match env_text(env, permission_var)? {
         None => None,
-        Some(word) => match SandboxMode::from_word(&word) {
-            Some(mode) => Some((
+        Some(word) => match word.parse::<SandboxMode>() {
+            Ok(mode) => Some((
                 mode,
                 Source::Env {
                     var: permission_var,
                 },
             )),
-            None => {
+            Err(_) => {
                 return Err(ConfigError::InvalidValue {
                     at: Location::Env {
                         var: permission_var,
                     },
                     key: "sandbox.mode".into(),
-                    expected: SandboxMode::expected(),
+                    expected: words::expected::<SandboxMode>(),
                     found: format!("{word:?}"),
                 })
             }

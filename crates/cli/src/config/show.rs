@@ -5,7 +5,7 @@
 
 use super::settings::{Provider, Settings};
 use super::source::Sourced;
-use super::types::ModelEntry;
+use dsh_llm_openai::ModelEntry;
 use dsh_tools_builtin::approval::{ApprovalRule, RuleMatcher};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -153,7 +153,7 @@ fn model_text(entry: &ModelEntry) -> String {
     if let Some(n) = entry.context_window {
         let _ = write!(text, " context_window={n}");
     }
-    if let Some(n) = entry.max_output_tokens {
+    if let Some(n) = entry.max_tokens {
         let _ = write!(text, " max_output_tokens={n}");
     }
     if let Some(efforts) = &entry.reasoning_efforts {
@@ -274,10 +274,7 @@ fn model_json(entry: &ModelEntry) -> Value {
     object.insert("id".into(), json!(entry.id));
     let optional = [
         ("context_window", entry.context_window.map(|v| json!(v))),
-        (
-            "max_output_tokens",
-            entry.max_output_tokens.map(|v| json!(v)),
-        ),
+        ("max_output_tokens", entry.max_tokens.map(|v| json!(v))),
         (
             "reasoning_efforts",
             entry.reasoning_efforts.as_ref().map(|v| json!(v)),

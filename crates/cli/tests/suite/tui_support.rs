@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use dsh_cli::tui::interactive::{
-    AgentDriver, DriverError, Effect, Input, InteractiveState, LiveView, ModelInfo, OpenedHow,
+    AgentDriver, CurrentModel, DriverError, Effect, Input, InteractiveState, LiveView, OpenedHow,
     OpenedSession, SessionListing,
 };
 use dsh_protocol::SessionId;
@@ -249,8 +249,8 @@ impl AgentDriver for FakeDriver {
         Ok(())
     }
 
-    fn model(&self) -> ModelInfo {
-        ModelInfo {
+    fn model(&self) -> CurrentModel {
+        CurrentModel {
             provider: "deepseek-official".into(),
             model: "deepseek-v4-flash".into(),
             catalog: vec!["deepseek-v4-flash".into(), "deepseek-v4-pro".into()],

@@ -9,10 +9,10 @@
 //! wire mapping.
 
 use dsh_agent::{Agent, AgentOptions, AgentRegistry, CreateAgentOptions};
-use dsh_agent_loop::{AgentLoop, AgentLoopConfig};
+use dsh_agent_loop::{AgentLoop, AgentLoopConfig, RetryPlugin, RetryPluginConfig};
 use dsh_kernel::Context;
 use dsh_llm::{Backoff, LlmRequest, LlmRuntime, NormalRetry, ResolvedRetryPolicy};
-use dsh_llm_openai::{wire, OpenAiAdapter, RetryPlugin, RetryPluginConfig, RouteConfig};
+use dsh_llm_openai::{wire, OpenAiAdapter, RouteConfig};
 use dsh_prompt::{SystemPromptConfig, SystemPromptPlugin};
 use dsh_protocol::{Message, MessageId, SessionId, StreamChunk};
 use dsh_session::SessionStore;

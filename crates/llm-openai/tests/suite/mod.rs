@@ -3,5 +3,4 @@ mod e2e_faults;
 mod e2e_harness;
 mod e2e_turns;
 mod http;
-mod retry;
 mod server;

@@ -24,7 +24,7 @@ use super::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
 const CANCEL_HANDOFF: Duration = Duration::from_millis(200);
 
 /// Approval settings: the policy new sessions start with, and the rules.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApprovalSettings {
     pub policy: ApprovalPolicy,

@@ -1,64 +1,54 @@
 //! The per-session safety knobs: approval policy, sandbox mode and the preset that names a
 //! common pair of them.
 
-use serde::{Deserialize, Serialize};
-
 use crate::sandbox::SandboxMode;
 
-/// When a person is asked before a call that needs approval runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ApprovalPolicy {
-    /// Calls that need approval are asked unless an allow rule or a session grant covers them.
-    #[default]
-    Ask,
-    /// Never ask: calls that would need approval run (deny rules still apply).
-    Never,
-    /// Allow rules decide; anything they do not cover is asked, as under `ask`.
-    Auto,
+dsh_protocol::word_enum! {
+    /// When a person is asked before a call that needs approval runs. The words of
+    /// `[approval] policy`, `--approval` and the `approval/policy` event; change the set here.
+    #[derive(Default)]
+    pub enum ApprovalPolicy {
+        /// Calls that need approval are asked unless an allow rule or a session grant covers
+        /// them.
+        #[default]
+        Ask = "ask",
+        /// Never ask: calls that would need approval run (deny rules still apply; meant for
+        /// full access).
+        Never = "never",
+        /// Allow rules decide; anything they do not cover is asked, as under `ask`, so nothing
+        /// is refused for want of a rule.
+        Auto = "auto",
+    }
 }
 
 impl ApprovalPolicy {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ask => "ask",
-            Self::Never => "never",
-            Self::Auto => "auto",
-        }
-    }
-
     /// Whether calls that need approval may be put to a person under this policy.
     pub(crate) fn asks(self) -> bool {
         !matches!(self, Self::Never)
     }
 }
 
-impl std::fmt::Display for ApprovalPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+dsh_protocol::word_enum! {
+    /// A named pair of sandbox mode and approval policy (the `/permission` choices).
+    #[derive(Default)]
+    pub enum PermissionPreset {
+        /// Read-only sandbox, ask before risky calls.
+        ReadOnly = "read-only",
+        /// Workspace-write sandbox, ask before risky calls.
+        #[default]
+        WorkspaceWrite = "workspace-write",
+        /// No confinement and no questions.
+        DangerFullAccess = "danger-full-access",
     }
 }
 
-/// A named pair of sandbox mode and approval policy (the `/permission` choices).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionPreset {
-    /// Read-only sandbox, ask before risky calls.
-    ReadOnly,
-    /// Workspace-write sandbox, ask before risky calls.
-    #[default]
-    WorkspaceWrite,
-    /// No confinement and no questions.
-    DangerFullAccess,
-}
-
 impl PermissionPreset {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
+    /// The preset named after `mode` (each mode has one).
+    pub fn for_sandbox(mode: SandboxMode) -> Self {
+        match mode {
+            SandboxMode::ReadOnly => Self::ReadOnly,
+            SandboxMode::WorkspaceWrite => Self::WorkspaceWrite,
+            SandboxMode::DangerFullAccess => Self::DangerFullAccess,
         }
     }
 
@@ -120,5 +110,8 @@ mod tests {
             serde_json::to_value(PermissionPreset::ReadOnly).unwrap(),
             serde_json::json!("read-only")
         );
+        for mode in SandboxMode::ALL {
+            assert_eq!(PermissionPreset::for_sandbox(*mode).sandbox_mode(), *mode);
+        }
     }
 }

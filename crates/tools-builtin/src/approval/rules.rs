@@ -9,35 +9,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::command::{command_grant, deny_pieces, simple_words, starts_with_words, CommandGrant};
 
-/// What a rule does with a call it matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleAction {
-    Allow,
-    Deny,
-}
-
-impl RuleAction {
-    /// Every action, in documentation order.
-    pub const ALL: [RuleAction; 2] = [RuleAction::Allow, RuleAction::Deny];
-
-    /// The word written in settings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-        }
-    }
-
-    /// The action written as `word`, if any.
-    pub fn from_word(word: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|action| action.as_str() == word)
-    }
-}
-
-impl std::fmt::Display for RuleAction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+dsh_protocol::word_enum! {
+    /// What a rule does with a call it matches.
+    pub enum RuleAction {
+        Allow = "allow",
+        Deny = "deny",
     }
 }
 
@@ -371,14 +347,14 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(rule(value.clone())).unwrap(), value);
         }
-        for action in RuleAction::ALL {
-            assert_eq!(RuleAction::from_word(action.as_str()), Some(action));
+        for &action in RuleAction::ALL {
+            assert_eq!(action.as_str().parse::<RuleAction>(), Ok(action));
             assert_eq!(
                 serde_json::to_value(action).unwrap(),
                 json!(action.as_str())
             );
         }
-        assert_eq!(RuleAction::from_word("maybe"), None);
+        assert!("maybe".parse::<RuleAction>().is_err());
     }
 
     #[test]

@@ -4,40 +4,24 @@
 //! bash spawner turns the same roots into a Landlock ruleset plus read-only bind mounts, so the
 //! two can never disagree about which directories are writable.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// How much of the file system a session may write to. Reads, network and process visibility
-/// are never confined; only writes are.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Nothing is writable except `/dev/null` and friends.
-    ReadOnly,
-    /// The workspace and the session's private temp dir are writable; the workspace's `.git`
-    /// stays read-only.
-    #[default]
-    WorkspaceWrite,
-    /// No confinement at all.
-    DangerFullAccess,
-}
-
-impl SandboxMode {
-    /// The wire spelling (`read-only`, `workspace-write`, `danger-full-access`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
-        }
-    }
-}
-
-impl fmt::Display for SandboxMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+dsh_protocol::word_enum! {
+    /// How much of the file system a session may write to. Reads, network and process
+    /// visibility are never confined; only writes are. Settings, `DSH_PERMISSION_MODE`,
+    /// `--sandbox` and the log all use these words.
+    #[derive(Default)]
+    pub enum SandboxMode {
+        /// Nothing is writable except `/dev/null` and friends.
+        ReadOnly = "read-only",
+        /// The workspace and the session's private temp dir are writable; the workspace's
+        /// `.git` stays read-only.
+        #[default]
+        WorkspaceWrite = "workspace-write",
+        /// No confinement at all.
+        DangerFullAccess = "danger-full-access",
     }
 }
 

@@ -34,7 +34,7 @@ fn a_valid_file_loads_every_section() {
     assert_eq!(local.compat.send_thinking, Sourced::default_value(false));
     assert_eq!(
         local.compat.replay_reasoning.value,
-        ReplayReasoning::ToolCallTurns
+        ReasoningReplay::ToolCallTurns
     );
     assert_eq!(
         local.models,
@@ -42,7 +42,7 @@ fn a_valid_file_loads_every_section() {
             vec![ModelEntry {
                 id: "qwen3-coder".into(),
                 context_window: Some(131_072),
-                max_output_tokens: Some(8192),
+                max_tokens: Some(8192),
                 reasoning_efforts: Some(vec!["low".into(), "high".into()]),
                 default_effort: Some("low".into()),
                 input: Some(vec![Modality::Text, Modality::Image]),

@@ -5,6 +5,9 @@ mod layers;
 mod show;
 
 use super::*;
+use dsh_llm::Modality;
+use dsh_llm_openai::{MaxTokensField, ModelEntry, ReasoningReplay};
+use dsh_tools_builtin::{ApprovalPolicy, SandboxMode};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -79,9 +79,10 @@ pub struct SessionListing {
     pub turns: u64,
 }
 
-/// The model choice `/model` shows and switches.
+/// The model choice `/model` shows and switches. (What the adapter knows about a model is
+/// `dsh_llm::ModelInfo`; this is only which one is in use and what else could be.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelInfo {
+pub struct CurrentModel {
     pub provider: String,
     pub model: String,
     /// The provider's catalogued models, to choose from.
@@ -104,7 +105,7 @@ pub trait AgentDriver: Send + Sync {
     fn cancel(&self) -> Result<(), DriverError>;
     /// Starts the parked queued input on an idle agent, in its order.
     fn send_queued(&self) -> Result<(), DriverError>;
-    fn model(&self) -> ModelInfo;
+    fn model(&self) -> CurrentModel;
     /// Switches the model for the next step; returns a note to show.
     fn set_model(&self, model: &str) -> Result<String, DriverError>;
     fn permission(&self) -> PermissionPreset;

@@ -24,7 +24,7 @@ mod terminal;
 mod view;
 
 pub use driver::{
-    AgentDriver, Answers, DriverError, ModelInfo, OpenedHow, OpenedSession, SessionListing,
+    AgentDriver, Answers, CurrentModel, DriverError, OpenedHow, OpenedSession, SessionListing,
     TuiAnswerer,
 };
 pub use pending::PendingInput;

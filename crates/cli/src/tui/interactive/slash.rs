@@ -97,14 +97,8 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
 }
 
 fn preset(name: &str) -> Result<PermissionPreset, SlashError> {
-    [
-        PermissionPreset::ReadOnly,
-        PermissionPreset::WorkspaceWrite,
-        PermissionPreset::DangerFullAccess,
-    ]
-    .into_iter()
-    .find(|p| p.as_str() == name)
-    .ok_or_else(|| SlashError::Preset(name.to_owned()))
+    name.parse()
+        .map_err(|_| SlashError::Preset(name.to_owned()))
 }
 
 /// The `/help` text, one entry per line.

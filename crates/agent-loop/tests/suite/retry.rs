@@ -2,9 +2,9 @@ use dsh_agent::{
     AbortSignal, Agent, AgentCancelCause, AgentEvent, AgentStatus, RequestError,
     RequestErrorAction, RequestErrorArgs,
 };
+use dsh_agent_loop::{RetryPlugin, RetryPluginConfig};
 use dsh_kernel::Context;
 use dsh_llm::ResolvedRetryPolicy;
-use dsh_llm_openai::{RetryPlugin, RetryPluginConfig};
 use dsh_protocol::{codes, LlmFailure, SessionId};
 use dsh_session::{EventData, Session, SessionHeader};
 use dsh_testkit::fake_agent::FakeAgent;
