@@ -73,6 +73,18 @@ pub fn run() -> anyhow::Result<()> {
         &summarize(measure(user, bare)?),
     );
 
+    // A plugin-owned type: the payload is built per append, as a plugin would.
+    let plugin = |s: &Session, _: u32| -> anyhow::Result<()> {
+        let data = EventData::other("sandbox/mode", serde_json::json!({"mode": "read-only"}));
+        s.append(data, AppendOptions::log_only())?;
+        Ok(())
+    };
+    report(
+        "session-append",
+        "log-only plugin event (sandbox/mode), bare session",
+        &summarize(measure(plugin, bare)?),
+    );
+
     // Attached to a store with one session/event listener (the persistence path).
     let root = Context::root();
     let store = SessionStore::new(&root);
