@@ -11,6 +11,7 @@ use dsh_kernel::{Composition, PluginTable};
 use dsh_llm_openai::{
     Compat, ModelCatalog, ModelEntry, OpenAiConfig, ReasoningReplay, RouteConfig,
 };
+use dsh_session::{EventDeclaration, SessionError};
 use dsh_tools_builtin::approval::ApprovalRule;
 use dsh_tools_builtin::BUILTIN_TOOL_NAMES;
 use serde_json::{json, Map, Value};
@@ -31,6 +32,18 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
+}
+
+/// Every plugin-declared session event type the `dsh` binary links, one batch per owning
+/// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
+/// type is what lets a stored log holding it load, whichever plugins end up mounted.
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+
+/// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
+pub fn register_event_types() -> Result<(), SessionError> {
+    EVENT_TYPES
+        .iter()
+        .try_for_each(|batch| dsh_session::register_event_types(batch))
 }
 
 /// Where session logs live: `$DSH_HOME/sessions`.
