@@ -251,7 +251,7 @@ pub fn register_event_types(declarations: &'static [EventDeclaration]) -> Result
     }
     let Some(slot) = BATCHES.iter().find(|slot| slot.get().is_none()) else {
         return Err(SessionError::InvalidDeclaration {
-            type_name: fresh[0].type_name.to_owned(),
+            type_name: fresh.first().map_or("", |d| d.type_name).to_owned(),
             reason: format!("more than {SLOTS} batches of event types"),
         });
     };
