@@ -10,8 +10,9 @@
 //! [`EVENT_TYPES`] is what a binary registers so raw appends of these types are validated.
 //! The names are also the original's, so logs holding them load without the registration;
 //! their stored records are not re-checked on load (`CHECK_STORED` stays off), because the
-//! original shapes `approval/asked` and `approval/decided` differently — such a record simply
-//! does not decode, and the folds below skip it. Fields the original adds (the `source` of a
+//! original's answers use other words (`allowed-once`, `rejected`, ...) and its other records
+//! need not match these shapes — such a record simply does not decode, and the folds below
+//! skip it. Fields the original adds (the `source` of a
 //! delegated child's `approval/policy`) are ignored on decode and kept in the log.
 
 use std::sync::Arc;
