@@ -7,10 +7,23 @@ use crate::stats::{report, summarize};
 use dsh_kernel::Context;
 use dsh_protocol::{ContentBlock, Message, MessageId, MessageSource, Role};
 use dsh_session::{
-    AppendOptions, EventData, Session, SessionHeader, SessionOptions, SessionStore, StepBoundary,
+    AppendOptions, EventData, EventDeclaration, PluginEvent, Session, SessionHeader,
+    SessionOptions, SessionStore, StepBoundary,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A stand-in for the approval module's `sandbox/mode` declaration (this crate does not link it).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ModeSet {
+    mode: String,
+}
+
+impl PluginEvent for ModeSet {
+    const TYPE: &'static str = "sandbox/mode";
+}
+
+static MODE_TYPES: &[EventDeclaration] = &[EventDeclaration::of::<ModeSet>()];
 
 const BATCH: u32 = 1_000;
 const BATCHES: usize = 300;
@@ -71,6 +84,32 @@ pub fn run() -> anyhow::Result<()> {
         "session-append",
         "user/message (surface append)",
         &summarize(measure(user, bare)?),
+    );
+
+    // A plugin-owned type: the payload is built per append, as a plugin would.
+    let plugin = |s: &Session, _: u32| -> anyhow::Result<()> {
+        let data = EventData::other("sandbox/mode", serde_json::json!({"mode": "read-only"}));
+        s.append(data, AppendOptions::log_only())?;
+        Ok(())
+    };
+    report(
+        "session-append",
+        "log-only plugin event (sandbox/mode), bare session",
+        &summarize(measure(plugin, bare)?),
+    );
+
+    // The same event as a registered declaration writes it (what the approval module does).
+    dsh_session::register_event_types(MODE_TYPES)?;
+    let typed = |s: &Session, _: u32| -> anyhow::Result<()> {
+        s.append_typed(&ModeSet {
+            mode: "read-only".into(),
+        })?;
+        Ok(())
+    };
+    report(
+        "session-append",
+        "typed plugin event (sandbox/mode, registered), bare session",
+        &summarize(measure(typed, bare)?),
     );
 
     // Attached to a store with one session/event listener (the persistence path).

@@ -12,7 +12,8 @@ pub use dsh_kernel::BoxError;
 #[non_exhaustive]
 pub enum SessionError {
     /// The payload is not lossless JSON, names a reserved type, or breaks the shape rules of
-    /// its type (identified messages, provider/model on headers, ...).
+    /// its type (identified messages, provider/model on headers, ...), including the decoding
+    /// and validation hook of a plugin's declaration.
     #[error("invalid data for session event \"{type_name}\": {reason}")]
     InvalidEventData { type_name: String, reason: String },
 
@@ -25,6 +26,11 @@ pub enum SessionError {
     /// wrong session, so it is refused.
     #[error("unknown session event type \"{type_name}\" is not marked ignorable")]
     UnknownEventType { type_name: String },
+
+    /// A plugin's event declaration cannot be registered: its name is empty, belongs to the
+    /// core, appears twice in one batch or is already declared by another Rust type.
+    #[error("cannot register session event type \"{type_name}\": {reason}")]
+    InvalidDeclaration { type_name: String, reason: String },
 
     /// Surface metadata (`surfaceOp`, `sourceEventSeqs`) breaks the surface rules.
     #[error("invalid surface metadata on \"{type_name}\" at seq {seq}: {violation}")]
@@ -119,6 +125,7 @@ impl SessionError {
             Self::InvalidEventData { .. } => "INVALID_EVENT_DATA",
             Self::LegacyFormat { .. } => "LEGACY_FORMAT",
             Self::UnknownEventType { .. } => "UNKNOWN_EVENT_TYPE",
+            Self::InvalidDeclaration { .. } => "INVALID_EVENT_DECLARATION",
             Self::InvalidSurface { .. } => "INVALID_SURFACE",
             Self::AppendReentered { .. } => "APPEND_REENTERED",
             Self::InvalidEnvelope { .. } => "INVALID_ENVELOPE",

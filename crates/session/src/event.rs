@@ -136,7 +136,9 @@ pub enum EventData {
     InboxSpliced(InboxSplice),
     LlmRetry(LlmRetry),
     LlmRetryStarted(LlmRetryStarted),
-    /// Any other type (plugin-owned, or unknown to this build), kept verbatim.
+    /// Any other type (plugin-owned, or unknown to this build), kept verbatim. A plugin's
+    /// declared types are built with [`EventData::plugin`] and read with
+    /// [`EventData::decode`] rather than by matching this variant.
     Other {
         type_name: String,
         data: Value,

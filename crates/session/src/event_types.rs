@@ -1,9 +1,17 @@
-//! Wire names of event types, and the vocabulary this build knows.
+//! Wire names of the core event types, and which types this build knows.
 //!
-//! Readers refuse a log holding a type outside [`KNOWN_EVENT_TYPES`] unless that event is
-//! marked `ignorable`: such a log was written by a newer build, and skipping a required event
-//! would rebuild a wrong session. `Session::append` applies the same rule, so anything the
-//! log accepts can be read back. A plugin that adds a required type adds its name here.
+//! A type is *known* when it is
+//! - a core type: one of the names below, modelled by an [`EventData`](crate::EventData)
+//!   variant ([`CORE_EVENT_TYPES`]);
+//! - one of the original's plugin-owned types ([`ORIGINAL_PLUGIN_EVENT_TYPES`]); or
+//! - declared by a plugin crate and registered
+//!   ([`register_event_types`](crate::register_event_types)).
+//!
+//! Readers refuse a log holding a type outside all three unless that event is marked
+//! `ignorable`: such a log was written by a newer build, and skipping a required event would
+//! rebuild a wrong session. `Session::append` applies the same rule, so anything the log
+//! accepts can be read back. A plugin adding a type declares it in its own crate
+//! ([`PluginEvent`](crate::PluginEvent)); nothing here changes.
 
 pub const TURN_START: &str = "turn/start";
 pub const TURN_END: &str = "turn/end";
@@ -25,8 +33,8 @@ pub const LLM_RETRY_STARTED: &str = "llm/retry-started";
 /// The retired delta codec for request headers; refused everywhere.
 pub const LEGACY_REQUEST_HEADER_DELTA: &str = "request/header-delta";
 
-/// Types this crate models with a typed payload; an `Other` payload may not use them.
-pub const MODELLED_EVENT_TYPES: &[&str] = &[
+/// The core types, modelled with a typed payload; an `Other` payload may not use them.
+pub const CORE_EVENT_TYPES: &[&str] = &[
     TURN_START,
     TURN_END,
     STEP_START,
@@ -45,16 +53,21 @@ pub const MODELLED_EVENT_TYPES: &[&str] = &[
     LLM_RETRY_STARTED,
 ];
 
-/// Every event type this build understands (sorted, for binary search): the modelled core
-/// types plus the plugin-owned types of the first-party plugins.
-pub const KNOWN_EVENT_TYPES: &[&str] = &[
+/// The original dsh's plugin-owned types (its `known-event-types.ts` minus the core), sorted
+/// for binary search.
+///
+/// They are known without any registration, so a log the original wrote loads in every build
+/// of this one — also in a binary or test that does not link the crate that declares the type,
+/// and whichever plugins a composition mounts. A name stays here when a crate of ours declares
+/// it ([`PluginEvent`](crate::PluginEvent), as the approval module does for `approval/*`,
+/// `sandbox/mode` and `permission/preset`): the declaration adds a typed payload and
+/// validation, this list keeps the compatibility promise. Types this implementation adds are
+/// never listed here; registering their declaration is what makes them known.
+pub const ORIGINAL_PLUGIN_EVENT_TYPES: &[&str] = &[
     "agent-preset/selected",
-    "agent/inbox/spliced",
     "approval/asked",
     "approval/decided",
     "approval/policy",
-    "assistant/chunk",
-    "assistant/message",
     "command/done",
     "command/run",
     "compaction/end",
@@ -65,47 +78,43 @@ pub const KNOWN_EVENT_TYPES: &[&str] = &[
     "goal/change",
     "hook/invoked",
     "hook/result",
-    "llm/retry",
-    "llm/retry-started",
     "permission/preset",
     "plan/mode",
-    "request/context",
-    "request/header",
     "sandbox/mode",
     "schedule/change",
-    "session/end-seed",
     "session/title",
     "session/title-llm-request",
-    "step/end",
-    "step/start",
     "subagent/descriptor",
     "team/member",
     "team/message/delivered",
     "team/message/queued",
     "team/task",
-    "todo/write",
     "tool-workflow/agent-end",
     "tool-workflow/agent-start",
     "tool-workflow/run-end",
     "tool-workflow/run-start",
-    "tool/call",
     "tool/code-dispatch",
     "tool/code-dispatch-start",
-    "tool/result",
-    "turn/end",
-    "turn/start",
-    "user/message",
     "web/deepseek-search-llm-request",
 ];
 
-/// Whether this build understands `type_name`.
+/// Whether this build knows `type_name` (core, the original's, or registered).
 pub fn is_known_event_type(type_name: &str) -> bool {
-    KNOWN_EVENT_TYPES.binary_search(&type_name).is_ok()
+    is_core_event_type(type_name)
+        || is_original_plugin_event_type(type_name)
+        || crate::declared_event_type(type_name).is_some()
 }
 
 /// Whether `type_name` is one of the typed core types.
-pub fn is_modelled_event_type(type_name: &str) -> bool {
-    MODELLED_EVENT_TYPES.contains(&type_name)
+pub fn is_core_event_type(type_name: &str) -> bool {
+    CORE_EVENT_TYPES.contains(&type_name)
+}
+
+/// Whether `type_name` is one of the original's plugin-owned types.
+pub fn is_original_plugin_event_type(type_name: &str) -> bool {
+    ORIGINAL_PLUGIN_EVENT_TYPES
+        .binary_search(&type_name)
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -113,11 +122,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn known_list_is_sorted_and_covers_the_modelled_types() {
-        assert!(KNOWN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
-        for name in MODELLED_EVENT_TYPES {
+    fn the_lists_are_disjoint_and_the_original_list_is_sorted() {
+        assert!(ORIGINAL_PLUGIN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
+        for name in CORE_EVENT_TYPES {
             assert!(is_known_event_type(name), "{name}");
+            assert!(!is_original_plugin_event_type(name), "{name}");
         }
         assert!(!is_known_event_type(LEGACY_REQUEST_HEADER_DELTA));
+        assert!(!is_known_event_type("future/required"));
+    }
+
+    /// Together the lists are exactly the original's known-event-types list (48 names).
+    #[test]
+    fn core_and_original_lists_cover_the_original_vocabulary() {
+        assert_eq!(
+            CORE_EVENT_TYPES.len() + ORIGINAL_PLUGIN_EVENT_TYPES.len(),
+            48
+        );
     }
 }

@@ -7,7 +7,11 @@
 //! nodes), so anything a model saw can be rebuilt from the log alone.
 //!
 //! - [`event`] / [`vocabulary`]: the envelope and the typed payloads of the core types;
-//!   unknown types are carried losslessly as [`EventData::Other`].
+//!   every other type is carried losslessly as [`EventData::Other`].
+//! - [`PluginEvent`]: how a plugin crate declares its own event type (wire name, serde
+//!   payload, validation hook), appends it ([`Session::append_typed`]) and decodes it
+//!   ([`SessionEvent::decode`]); [`register_event_types`] adds the declarations compiled into
+//!   a binary to its vocabulary ([`event_types`] says what is known).
 //! - [`Session::append`] validates everything before commit; a refused event leaves the log
 //!   unchanged.
 //! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import);
@@ -22,6 +26,7 @@ pub mod event;
 pub mod event_types;
 mod fork;
 mod header;
+mod plugin_event;
 mod repair;
 mod seed;
 mod session;
@@ -39,6 +44,10 @@ pub use error::{BoxError, SessionError, SurfaceViolation};
 pub use event::{EventData, SessionEvent, SurfaceOp};
 pub use fork::{fork, Fork};
 pub use header::{SessionHeader, SessionOrigin, SESSION_FORMAT_VERSION};
+pub use plugin_event::{
+    declared_event_type, register_event_types, registered_event_types, EventDeclaration,
+    PluginEvent,
+};
 pub use repair::{
     interrupted_turn_closers, TOOL_NOT_STARTED, TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN,
     TOOL_OUTCOME_UNKNOWN_TEXT,

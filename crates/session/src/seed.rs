@@ -10,7 +10,7 @@ use crate::event::{EventData, SessionEvent};
 use crate::header::SessionHeader;
 use crate::session::{system_clock, Clock, Session, State};
 use crate::surface::SurfacePlan;
-use crate::validate::{self, MAX_SAFE_INTEGER};
+use crate::validate::{self, Admission, MAX_SAFE_INTEGER};
 use std::sync::Arc;
 
 /// Where a constructor seed came from. Informational: validation is the same for all.
@@ -117,8 +117,7 @@ fn check_seed_event(
             reason: "seq and time must be safe integers".into(),
         });
     }
-    validate::check_data(&event.data)?;
-    validate::check_known(&event.data, event.ignorable)?;
+    validate::check_event(&event.data, event.ignorable, Admission::Seed)?;
     state
         .fold
         .plan(

@@ -9,11 +9,13 @@ use crate::derive::{canonical_header, derive_event_message};
 use crate::error::SessionError;
 use crate::event::{EventData, SessionEvent, SurfaceOp};
 use crate::header::SessionHeader;
+use crate::plugin_event::PluginEvent;
 use crate::seed::{SeedSource, SessionBuilder};
 use crate::surface::{Surface, SurfaceFold, SurfacePlan};
-use crate::validate;
+use crate::validate::{self, Admission};
 use crate::vocabulary::RequestContext;
 use dsh_protocol::{EpochHeader, Message, SessionId};
+use std::any::TypeId;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -245,8 +247,42 @@ impl Session {
         data: EventData,
         opts: AppendOptions,
     ) -> Result<Arc<SessionEvent>, SessionError> {
-        validate::check_data(&data)?;
-        validate::check_known(&data, opts.ignorable)?;
+        self.admit(data, opts, Admission::Append)
+    }
+
+    /// Validates and commits one plugin-owned event (log-only, `ignorable` as `T` declares),
+    /// then notifies the attached store.
+    ///
+    /// Refused (log unchanged) when `T`'s validation hook refuses the payload, for every
+    /// reason [`append`](Self::append) refuses, and when `T` is required but this build does
+    /// not know it: a type that is not the original's must be registered
+    /// ([`register_event_types`](crate::register_event_types)) before its events are written,
+    /// or the log could not be read back.
+    pub fn append_typed<T: PluginEvent>(
+        &self,
+        payload: &T,
+    ) -> Result<Arc<SessionEvent>, SessionError> {
+        payload
+            .validate()
+            .map_err(|reason| SessionError::data(T::TYPE, reason))?;
+        let opts = AppendOptions {
+            ignorable: T::IGNORABLE,
+            ..AppendOptions::log_only()
+        };
+        self.admit(
+            EventData::plugin(payload)?,
+            opts,
+            Admission::Typed(TypeId::of::<T>()),
+        )
+    }
+
+    fn admit(
+        &self,
+        data: EventData,
+        opts: AppendOptions,
+        admission: Admission,
+    ) -> Result<Arc<SessionEvent>, SessionError> {
+        validate::check_event(&data, opts.ignorable, admission)?;
         let key = self.key();
         if PUBLISHING.with(|p| p.borrow().contains(&key)) {
             return Err(SessionError::AppendReentered {

@@ -9,10 +9,12 @@
 use crate::error::SessionError;
 use crate::event::EventData;
 use crate::event_types as types;
+use crate::plugin_event::declared_event_type;
 use crate::vocabulary::TurnEndReason;
 use dsh_protocol::json::{check_lossless, LosslessError};
 use dsh_protocol::{ContentBlock, Message, MessageShape, MessageSource, StreamChunk};
 use serde_json::Value;
+use std::any::TypeId;
 
 /// Largest integer JavaScript readers of the log can hold exactly.
 pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -40,34 +42,86 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Checks a payload before it may enter a log: reserved and legacy types, lossless JSON and
-/// the per-type shape rules.
-pub(crate) fn check_data(data: &EventData) -> Result<(), SessionError> {
+/// How an event reaches a log, which decides which rules of a plugin declaration run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// [`Session::append`](crate::Session::append) of raw data: every rule.
+    Append,
+    /// [`Session::append_typed`](crate::Session::append_typed): the payload type's own rules
+    /// already ran on the typed value.
+    Typed(TypeId),
+    /// A constructor seed (a stored log, a fork prefix): a declaration's rules run only when
+    /// it asks for that ([`PluginEvent::CHECK_STORED`](crate::PluginEvent::CHECK_STORED)).
+    Seed,
+}
+
+/// Checks one event before it may enter a log: reserved and legacy types, lossless JSON, the
+/// per-type shape rules, plugin declarations, and that a required type is known.
+pub(crate) fn check_event(
+    data: &EventData,
+    ignorable: bool,
+    admission: Admission,
+) -> Result<(), SessionError> {
+    match data {
+        EventData::Other { type_name, data } => check_other(type_name, data, ignorable, admission),
+        core => check_core(core),
+    }
+}
+
+/// A type outside the core: carried verbatim, checked against its declaration if one is
+/// registered, and refused when required but unknown, since a reader that skipped it
+/// would rebuild a wrong session.
+fn check_other(
+    type_name: &str,
+    data: &Value,
+    ignorable: bool,
+    admission: Admission,
+) -> Result<(), SessionError> {
+    if type_name.is_empty() {
+        return Err(SessionError::data(
+            type_name,
+            "event type must not be empty",
+        ));
+    }
+    if type_name == types::LEGACY_REQUEST_HEADER_DELTA {
+        return Err(SessionError::LegacyFormat {
+            type_name: type_name.to_owned(),
+            detail: "header deltas were replaced by full request/header snapshots".into(),
+        });
+    }
+    if types::is_core_event_type(type_name) {
+        return Err(SessionError::data(
+            type_name,
+            "this type has a typed payload; build it with its EventData variant",
+        ));
+    }
+    check_lossless(data).map_err(|e| SessionError::data(type_name, e.to_string()))?;
+    let declaration = declared_event_type(type_name);
+    if let Some(declaration) = declaration {
+        let run = match admission {
+            Admission::Append => true,
+            Admission::Typed(rust_type) => declaration.rust_type() != rust_type,
+            Admission::Seed => declaration.checks_stored(),
+        };
+        if run {
+            declaration.check(data)?;
+        }
+    }
+    if !ignorable && declaration.is_none() && !types::is_original_plugin_event_type(type_name) {
+        return Err(SessionError::UnknownEventType {
+            type_name: type_name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The shape rules of the core types.
+fn check_core(data: &EventData) -> Result<(), SessionError> {
     let type_name = data.type_name();
     let lossless =
         |r: Result<(), LosslessError>| r.map_err(|e| SessionError::data(type_name, e.to_string()));
     match data {
-        EventData::Other { type_name, data } => {
-            if type_name.is_empty() {
-                return Err(SessionError::data(
-                    type_name,
-                    "event type must not be empty",
-                ));
-            }
-            if type_name == types::LEGACY_REQUEST_HEADER_DELTA {
-                return Err(SessionError::LegacyFormat {
-                    type_name: type_name.clone(),
-                    detail: "header deltas were replaced by full request/header snapshots".into(),
-                });
-            }
-            if types::is_modelled_event_type(type_name) {
-                return Err(SessionError::data(
-                    type_name,
-                    "this type has a typed payload; build it with its EventData variant",
-                ));
-            }
-            lossless(check_lossless(data))
-        }
+        EventData::Other { .. } => Ok(()),
         EventData::UserMessage(m) => message(type_name, m, MessageShape::User),
         EventData::AssistantMessage(a) => message(type_name, &a.message, MessageShape::Assistant),
         EventData::ToolResult(r) => {
@@ -134,20 +188,6 @@ pub(crate) fn check_data(data: &EventData) -> Result<(), SessionError> {
         | EventData::RequestContext(_)
         | EventData::EndSeed
         | EventData::LlmRetryStarted(_) => Ok(()),
-    }
-}
-
-/// Refuses types this build does not know unless the event may be skipped.
-pub(crate) fn check_known(data: &EventData, ignorable: bool) -> Result<(), SessionError> {
-    match data {
-        EventData::Other { type_name, .. }
-            if !ignorable && !types::is_known_event_type(type_name) =>
-        {
-            Err(SessionError::UnknownEventType {
-                type_name: type_name.clone(),
-            })
-        }
-        _ => Ok(()),
     }
 }
 

@@ -58,6 +58,9 @@ pub enum AppError {
     /// Reading the session store failed.
     #[error(transparent)]
     Store(#[from] dsh_store::StoreError),
+    /// The linked crates' session event declarations conflict (a build defect).
+    #[error("cannot register the session event types: {0}")]
+    EventTypes(#[source] dsh_session::SessionError),
 }
 
 impl AppError {
@@ -75,12 +78,16 @@ impl AppError {
             Self::NothingToContinue(_) => "NO_SESSION_TO_CONTINUE",
             Self::Agent(_) => "AGENT_START_FAILED",
             Self::Store(error) => error.code(),
+            Self::EventTypes(error) => error.code(),
         }
     }
 
     /// Whether the fix is a change of settings, flags, environment or arguments (exit
     /// status 2) rather than a failure of the work itself.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Agent(_) | Self::Store(_) | Self::TempDir { .. })
+        !matches!(
+            self,
+            Self::Agent(_) | Self::Store(_) | Self::TempDir { .. } | Self::EventTypes(_)
+        )
     }
 }

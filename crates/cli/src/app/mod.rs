@@ -27,7 +27,7 @@ pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
     canonical_workspace, check_credentials, openai_config, persistence_config, plugin_table,
-    sessions_root,
+    register_event_types, sessions_root, EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -109,6 +109,7 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// Checks, mounts and verifies; see the module docs.
     pub fn boot(settings: Settings, options: BootOptions) -> Result<Runtime, AppError> {
+        register_event_types().map_err(AppError::EventTypes)?;
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
         let user_id = anonymous_user_id(&settings.home.value);

@@ -9,6 +9,7 @@ use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
 use dsh_tools_builtin::{
     ApprovalSettings, BuiltinToolsConfig, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
 };
+use dsh_session::{EventDeclaration, SessionError};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,18 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
+}
+
+/// Every plugin-declared session event type the `dsh` binary links, one batch per owning
+/// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
+/// type is what lets a stored log holding it load, whichever plugins end up mounted.
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+
+/// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
+pub fn register_event_types() -> Result<(), SessionError> {
+    EVENT_TYPES
+        .iter()
+        .try_for_each(|batch| dsh_session::register_event_types(batch))
 }
 
 /// Where session logs live: `$DSH_HOME/sessions`.

@@ -318,3 +318,32 @@ fn the_derived_adapter_row_carries_the_anonymous_user_id() {
         .get("userId")
         .is_none());
 }
+
+#[test]
+fn the_binary_registers_the_event_types_of_every_crate_it_links() {
+    register_event_types().unwrap();
+    // Boot and `dispatch` register again; that must be a no-op.
+    register_event_types().unwrap();
+    let declared: Vec<&str> = EVENT_TYPES
+        .iter()
+        .flat_map(|batch| batch.iter())
+        .map(|d| d.type_name())
+        .collect();
+    assert_eq!(
+        declared,
+        [
+            "approval/asked",
+            "approval/decided",
+            "approval/policy",
+            "sandbox/mode",
+            "permission/preset"
+        ]
+    );
+    for name in declared {
+        let registered = dsh_session::declared_event_type(name).unwrap();
+        assert!(
+            registered.rust_name().starts_with("dsh_tools_builtin::"),
+            "{name}"
+        );
+    }
+}

@@ -206,6 +206,10 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging();
+    if let Err(error) = crate::app::register_event_types() {
+        eprintln!("dsh: error: {}", AppError::EventTypes(error));
+        return ExitCode::from(exit::FAILURE);
+    }
     let result = match &cli.command {
         // `run` streams to the real stdout and stderr itself.
         None => interactive::run(&cli.global, &ProcessEnv),
@@ -241,6 +245,8 @@ fn init_logging() {
 /// Runs a parsed command (other than `run`) against `env`, writing its output to `out`;
 /// returns the exit status.
 pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result<u8> {
+    // Before any command reads a log (`main` did this too; callers of `dispatch` may not).
+    crate::app::register_event_types().map_err(AppError::EventTypes)?;
     let flags = cli.global.overrides();
     match &cli.command {
         None => interactive::run(&cli.global, env),

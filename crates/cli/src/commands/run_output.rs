@@ -10,6 +10,7 @@
 use crate::tui::args_summary;
 use dsh_protocol::{StreamChunk, TokenUsage};
 use dsh_session::{EventData, SessionEvent, TurnEndCancelCause, TurnEndReason};
+use dsh_tools_builtin::approval::{ApprovalAsked, ApprovalDecided};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -238,17 +239,16 @@ impl State {
                     first_line(&retry.failure.message)
                 ));
             }
-            EventData::Other { type_name, data } if type_name == "approval/asked" => {
-                let field = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or("");
-                self.note(&format!(
-                    "approval asked: {} {}",
-                    field("tool"),
-                    first_line(field("summary"))
-                ));
-            }
-            EventData::Other { type_name, data } if type_name == "approval/decided" => {
-                let decision = data.get("decision").and_then(Value::as_str).unwrap_or("?");
-                self.note(&format!("approval: {decision}"));
+            EventData::Other { .. } => {
+                if let Some(Ok(asked)) = event.decode::<ApprovalAsked>() {
+                    self.note(&format!(
+                        "approval asked: {} {}",
+                        asked.tool,
+                        first_line(&asked.summary)
+                    ));
+                } else if let Some(Ok(decided)) = event.decode::<ApprovalDecided>() {
+                    self.note(&format!("approval: {}", decided.decision.as_str()));
+                }
             }
             _ => {}
         }
@@ -346,6 +346,46 @@ mod tests {
              session: session-1\n"
         );
         assert_eq!(exit_status(output.outcome().as_ref()), exit::SUCCESS);
+    }
+
+    #[test]
+    fn human_mode_notes_approval_questions_and_answers() {
+        let (out, err) = (Buffer::default(), Buffer::default());
+        let output = RunOutput::new(false, Box::new(out.clone()), Box::new(err.clone()));
+        let plugin = |seq, data: EventData| SessionEvent {
+            seq,
+            time: 1,
+            data,
+            ignorable: false,
+            surface_op: None,
+            source_event_seqs: None,
+        };
+        let asked = ApprovalAsked {
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            summary: "cargo publish\n--dry-run".into(),
+            reason: None,
+        };
+        let decided = ApprovalDecided {
+            call_id: "c1".into(),
+            decision: dsh_tools_builtin::approval::DecisionKind::Deny,
+            remembered: None,
+            feedback: None,
+        };
+        output.event(&plugin(0, EventData::plugin(&asked).unwrap()));
+        output.event(&plugin(1, EventData::plugin(&decided).unwrap()));
+        // Another plugin type, and an approval record shaped by another writer, print nothing.
+        output.event(&event(2, "session/title", json!({"title": "t"})));
+        output.event(&event(
+            3,
+            "approval/decided",
+            json!({"outcome": "rejected"}),
+        ));
+        assert_eq!(out.text(), "");
+        assert_eq!(
+            err.text(),
+            "approval asked: bash cargo publish\napproval: deny\n"
+        );
     }
 
     #[test]

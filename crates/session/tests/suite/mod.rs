@@ -2,6 +2,7 @@ mod append;
 mod common;
 mod fixtures;
 mod fork;
+mod plugin_events;
 mod properties;
 mod repair;
 mod seed;

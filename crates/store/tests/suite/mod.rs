@@ -6,5 +6,6 @@ mod fixtures;
 mod listing;
 mod packing;
 mod plugin;
+mod plugin_events;
 mod round_trip;
 mod typed;

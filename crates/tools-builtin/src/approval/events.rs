@@ -4,22 +4,33 @@
 //! question (`approval/asked`) and each answer (`approval/decided`, whose `remembered` is the
 //! session grant an "allow for this session" created). A resumed session rebuilds its grants
 //! and policy from these events, and an ask without an answer is visible as pending.
+//!
+//! Each event is a [`PluginEvent`] declared here, the crate that owns its meaning: writers
+//! append the typed payload, readers decode it (`event.decode::<ApprovalDecided>()`), and
+//! [`EVENT_TYPES`] is what a binary registers so raw appends of these types are validated.
+//! The names are also the original's, so logs holding them load without the registration;
+//! their stored records are not re-checked on load (`CHECK_STORED` stays off), because the
+//! original's answers use other words (`allowed-once`, `rejected`, ...) and its other records
+//! need not match these shapes — such a record simply does not decode, and the folds below
+//! skip it. Fields the original adds (the `source` of a
+//! delegated child's `approval/policy`) are ignored on decode and kept in the log.
 
 use std::sync::Arc;
 
-use dsh_session::{AppendOptions, EventData, Session, SessionError, SessionEvent};
-use serde::de::DeserializeOwned;
+use dsh_session::{EventDeclaration, PluginEvent, Session, SessionError, SessionEvent};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::policy::{ApprovalPolicy, PermissionPreset, SessionSafety};
 use crate::sandbox::SandboxMode;
 
-pub const APPROVAL_ASKED: &str = "approval/asked";
-pub const APPROVAL_DECIDED: &str = "approval/decided";
-pub const APPROVAL_POLICY: &str = "approval/policy";
-pub const SANDBOX_MODE: &str = "sandbox/mode";
-pub const PERMISSION_PRESET: &str = "permission/preset";
+/// The approval event types, for `dsh_session::register_event_types`.
+pub static EVENT_TYPES: &[EventDeclaration] = &[
+    EventDeclaration::of::<ApprovalAsked>(),
+    EventDeclaration::of::<ApprovalDecided>(),
+    EventDeclaration::of::<ApprovalPolicySet>(),
+    EventDeclaration::of::<SandboxModeSet>(),
+    EventDeclaration::of::<PermissionPresetSet>(),
+];
 
 /// `approval/asked`: a person was asked whether a call may run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +44,10 @@ pub struct ApprovalAsked {
     pub reason: Option<String>,
 }
 
+impl PluginEvent for ApprovalAsked {
+    const TYPE: &'static str = "approval/asked";
+}
+
 /// How an ask was settled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,6 +57,18 @@ pub enum DecisionKind {
     Deny,
     /// The turn was cancelled (or the ask abandoned) before anyone answered; the call did not run.
     Cancelled,
+}
+
+impl DecisionKind {
+    /// The wire name (`allow-once`, `allow-session`, `deny`, `cancelled`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow-once",
+            Self::AllowSession => "allow-session",
+            Self::Deny => "deny",
+            Self::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// `approval/decided`: the answer to an ask.
@@ -55,6 +82,56 @@ pub struct ApprovalDecided {
     pub remembered: Option<SessionGrant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<String>,
+}
+
+impl PluginEvent for ApprovalDecided {
+    const TYPE: &'static str = "approval/decided";
+
+    /// A session grant exists exactly when the answer was "allow for this session": resume
+    /// rebuilds grants from `remembered`, so a grant on any other answer would widen what
+    /// runs unasked.
+    fn validate(&self) -> Result<(), String> {
+        match (self.decision, &self.remembered) {
+            (DecisionKind::AllowSession, None) => {
+                Err("an allow-session decision must name the grant it remembers".into())
+            }
+            (decision, Some(_)) if decision != DecisionKind::AllowSession => Err(format!(
+                "only allow-session remembers a grant, not {}",
+                decision.as_str()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `approval/policy`: the session's approval policy from here on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalPolicySet {
+    pub policy: ApprovalPolicy,
+}
+
+impl PluginEvent for ApprovalPolicySet {
+    const TYPE: &'static str = "approval/policy";
+}
+
+/// `sandbox/mode`: the session's sandbox mode from here on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxModeSet {
+    pub mode: SandboxMode,
+}
+
+impl PluginEvent for SandboxModeSet {
+    const TYPE: &'static str = "sandbox/mode";
+}
+
+/// `permission/preset`: the preset the session's knobs were last set from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionPresetSet {
+    pub preset: PermissionPreset,
+}
+
+impl PluginEvent for PermissionPresetSet {
+    const TYPE: &'static str = "permission/preset";
 }
 
 /// What "allow for this session" covers: one tool, narrowed to a command prefix, an exact
@@ -103,25 +180,12 @@ pub struct PendingApproval {
     pub asked: ApprovalAsked,
 }
 
-fn append(
-    session: &Session,
-    type_name: &str,
-    data: serde_json::Value,
-) -> Result<Arc<SessionEvent>, SessionError> {
-    session.append(EventData::other(type_name, data), AppendOptions::log_only())
-}
-
-fn to_value(value: &impl Serialize) -> serde_json::Value {
-    // Plain structs of strings and enums always serialize.
-    serde_json::to_value(value).unwrap_or_default()
-}
-
 /// Logs `approval/asked`.
 pub fn log_asked(
     session: &Session,
     asked: &ApprovalAsked,
 ) -> Result<Arc<SessionEvent>, SessionError> {
-    append(session, APPROVAL_ASKED, to_value(asked))
+    session.append_typed(asked)
 }
 
 /// Logs `approval/decided`.
@@ -129,7 +193,7 @@ pub fn log_decided(
     session: &Session,
     decided: &ApprovalDecided,
 ) -> Result<Arc<SessionEvent>, SessionError> {
-    append(session, APPROVAL_DECIDED, to_value(decided))
+    session.append_typed(decided)
 }
 
 /// Logs `approval/policy`.
@@ -137,7 +201,7 @@ pub fn log_policy(
     session: &Session,
     policy: ApprovalPolicy,
 ) -> Result<Arc<SessionEvent>, SessionError> {
-    append(session, APPROVAL_POLICY, json!({ "policy": policy }))
+    session.append_typed(&ApprovalPolicySet { policy })
 }
 
 /// Logs `sandbox/mode`.
@@ -145,7 +209,7 @@ pub fn log_sandbox_mode(
     session: &Session,
     mode: SandboxMode,
 ) -> Result<Arc<SessionEvent>, SessionError> {
-    append(session, SANDBOX_MODE, json!({ "mode": mode }))
+    session.append_typed(&SandboxModeSet { mode })
 }
 
 /// Logs `permission/preset`.
@@ -153,7 +217,7 @@ pub fn log_permission_preset(
     session: &Session,
     preset: PermissionPreset,
 ) -> Result<Arc<SessionEvent>, SessionError> {
-    append(session, PERMISSION_PRESET, json!({ "preset": preset }))
+    session.append_typed(&PermissionPresetSet { preset })
 }
 
 /// Logs the safety state a session starts with, in the original's order: `permission/preset`,
@@ -173,35 +237,20 @@ pub struct SafetyFold {
     pub policy: Option<ApprovalPolicy>,
 }
 
-fn field<T: DeserializeOwned>(event: &SessionEvent, type_name: &str, key: &str) -> Option<T> {
-    if event.type_name() != type_name {
-        return None;
-    }
-    match &event.data {
-        EventData::Other { data, .. } => serde_json::from_value(data.get(key)?.clone()).ok(),
-        _ => None,
-    }
-}
-
-fn payload<T: DeserializeOwned>(event: &SessionEvent, type_name: &str) -> Option<T> {
-    if event.type_name() != type_name {
-        return None;
-    }
-    match &event.data {
-        EventData::Other { data, .. } => serde_json::from_value(data.clone()).ok(),
-        _ => None,
-    }
+/// The event as `T`, if it is one and decodes (records shaped by another writer are skipped).
+fn decoded<T: PluginEvent>(event: &SessionEvent) -> Option<T> {
+    event.decode::<T>()?.ok()
 }
 
 /// The last recorded preset, sandbox mode and approval policy.
 pub fn fold_session_safety(events: &[Arc<SessionEvent>]) -> SafetyFold {
     let mut fold = SafetyFold::default();
     for event in events {
-        if let Some(preset) = field(event, PERMISSION_PRESET, "preset") {
+        if let Some(PermissionPresetSet { preset }) = decoded(event) {
             fold.preset = Some(preset);
-        } else if let Some(mode) = field(event, SANDBOX_MODE, "mode") {
+        } else if let Some(SandboxModeSet { mode }) = decoded(event) {
             fold.sandbox = Some(mode);
-        } else if let Some(policy) = field(event, APPROVAL_POLICY, "policy") {
+        } else if let Some(ApprovalPolicySet { policy }) = decoded(event) {
             fold.policy = Some(policy);
         }
     }
@@ -212,7 +261,7 @@ pub fn fold_session_safety(events: &[Arc<SessionEvent>]) -> SafetyFold {
 pub fn fold_session_grants(events: &[Arc<SessionEvent>]) -> Vec<SessionGrant> {
     let mut grants: Vec<SessionGrant> = Vec::new();
     for event in events {
-        if let Some(decided) = payload::<ApprovalDecided>(event, APPROVAL_DECIDED) {
+        if let Some(decided) = decoded::<ApprovalDecided>(event) {
             if let Some(grant) = decided.remembered {
                 if !grants.contains(&grant) {
                     grants.push(grant);
@@ -228,13 +277,13 @@ pub fn fold_session_grants(events: &[Arc<SessionEvent>]) -> Vec<SessionGrant> {
 pub fn pending_approvals(events: &[Arc<SessionEvent>]) -> Vec<PendingApproval> {
     let mut pending: Vec<PendingApproval> = Vec::new();
     for event in events {
-        if let Some(asked) = payload::<ApprovalAsked>(event, APPROVAL_ASKED) {
+        if let Some(asked) = decoded::<ApprovalAsked>(event) {
             pending.retain(|p| p.asked.call_id != asked.call_id);
             pending.push(PendingApproval {
                 seq: event.seq,
                 asked,
             });
-        } else if let Some(decided) = payload::<ApprovalDecided>(event, APPROVAL_DECIDED) {
+        } else if let Some(decided) = decoded::<ApprovalDecided>(event) {
             pending.retain(|p| p.asked.call_id != decided.call_id);
         }
     }
@@ -263,6 +312,7 @@ pub fn close_pending_approvals(session: &Session) -> Result<Vec<PendingApproval>
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn grants_serialize_as_one_key_beside_the_tool() {
@@ -292,5 +342,39 @@ mod tests {
             serde_json::to_value(&decided).unwrap(),
             json!({"callId": "c1", "decision": "allow-once"})
         );
+    }
+
+    #[test]
+    fn decision_names_are_the_wire_names() {
+        for kind in [
+            DecisionKind::AllowOnce,
+            DecisionKind::AllowSession,
+            DecisionKind::Deny,
+            DecisionKind::Cancelled,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
+    }
+
+    #[test]
+    fn only_allow_session_remembers_a_grant() {
+        let grant = SessionGrant {
+            tool: "bash".into(),
+            scope: GrantScope::Command("ls".into()),
+        };
+        let decided = |decision, remembered| ApprovalDecided {
+            call_id: "c".into(),
+            decision,
+            remembered,
+            feedback: None,
+        };
+        assert!(decided(DecisionKind::AllowSession, Some(grant.clone()))
+            .validate()
+            .is_ok());
+        assert!(decided(DecisionKind::AllowOnce, None).validate().is_ok());
+        assert!(decided(DecisionKind::AllowSession, None)
+            .validate()
+            .is_err());
+        assert!(decided(DecisionKind::Deny, Some(grant)).validate().is_err());
     }
 }

@@ -9,8 +9,9 @@
 //!   implements `dsh_tools::ApprovalService`, putting questions to an [`ApprovalAnswerer`]
 //!   (the TUI, a web client). Without an answerer, calls that need approval are refused with a
 //!   message that says how to allow them; nothing ever waits for a person who is not there.
-//! - Every ask and answer is a session event ([`events`]); grants and policy are rebuilt from
-//!   the log on resume, and [`pending_approvals`] finds questions a crash left unanswered.
+//! - Every ask and answer is a session event ([`events`]), each a typed `PluginEvent` declared
+//!   here ([`EVENT_TYPES`]); grants and policy are rebuilt from the log on resume, and
+//!   [`pending_approvals`] finds questions a crash left unanswered.
 
 mod command;
 mod controller;
@@ -26,8 +27,8 @@ use futures_util::future::BoxFuture;
 pub use controller::{ApprovalSettings, Approvals};
 pub use events::{
     close_pending_approvals, fold_session_grants, fold_session_safety, log_session_safety,
-    pending_approvals, ApprovalAsked, ApprovalDecided, DecisionKind, GrantScope, PendingApproval,
-    SafetyFold, SessionGrant,
+    pending_approvals, ApprovalAsked, ApprovalDecided, ApprovalPolicySet, DecisionKind, GrantScope,
+    PendingApproval, PermissionPresetSet, SafetyFold, SandboxModeSet, SessionGrant, EVENT_TYPES,
 };
 pub use plugin::{install_pre_execute, ApprovalPlugin};
 pub use policy::{ApprovalPolicy, PermissionPreset, SessionSafety};

@@ -191,3 +191,106 @@ async fn a_resumed_session_does_not_ask_again_for_a_granted_prefix() {
     assert!(!result.is_error(), "{result:?}");
     assert_eq!(answerer.asked().len(), 1);
 }
+
+fn bare_session(id: &str) -> Session {
+    Session::builder(dsh_session::SessionHeader::new(id.into(), 1))
+        .clock(Arc::new(|| 7))
+        .build()
+        .unwrap()
+}
+
+/// Registered as the binary registers them, the declarations check raw appends of their
+/// types too: the data must decode and pass the hook, or the log stays as it was.
+#[test]
+fn raw_approval_records_are_checked_against_their_declarations() {
+    dsh_session::register_event_types(dsh_tools_builtin::approval::EVENT_TYPES).unwrap();
+    let session = bare_session("raw");
+    let log = dsh_session::AppendOptions::log_only;
+    let raw = |type_name: &str, data| dsh_session::EventData::other(type_name, data);
+    session
+        .append(raw("approval/policy", json!({"policy": "auto"})), log())
+        .unwrap();
+    let before: Vec<_> = session.events().to_vec();
+    for (type_name, data) in [
+        ("approval/policy", json!({"policy": "sometimes"})),
+        ("sandbox/mode", json!({})),
+        ("permission/preset", json!({"preset": 3})),
+        ("approval/asked", json!({"callId": "c", "tool": "bash"})),
+        (
+            "approval/decided",
+            json!({"callId": "c", "decision": "maybe"}),
+        ),
+        // The hook: a grant only with allow-session, and allow-session names its grant.
+        (
+            "approval/decided",
+            json!({"callId": "c", "decision": "allow-session"}),
+        ),
+        (
+            "approval/decided",
+            json!({"callId": "c", "decision": "deny", "remembered": {"tool": "bash", "command": "ls"}}),
+        ),
+    ] {
+        let err = session
+            .append(raw(type_name, data.clone()), log())
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_EVENT_DATA", "{type_name} {data}");
+    }
+    assert_eq!(session.events().to_vec(), before);
+    assert_eq!(
+        fold_session_safety(&session.events()).policy,
+        Some(ApprovalPolicy::Auto)
+    );
+}
+
+/// The original writes these names too, with its own shapes: a delegated child's policy and
+/// mode carry a `source`, and its answers use other words. Such logs still load (stored
+/// records are not re-checked); the folds read what decodes and skip what does not.
+#[test]
+fn records_the_original_shaped_differently_load_and_fold_leniently() {
+    dsh_session::register_event_types(dsh_tools_builtin::approval::EVENT_TYPES).unwrap();
+    let stored = [
+        json!({"type": "sandbox/mode", "seq": 0, "time": 1,
+            "data": {"mode": "read-only", "source": "delegation"}}),
+        json!({"type": "approval/policy", "seq": 1, "time": 1,
+            "data": {"policy": "never", "source": "delegation"}}),
+        json!({"type": "approval/asked", "seq": 2, "time": 1,
+            "data": {"callId": "c1", "tool": "bash", "summary": "ls"}}),
+        json!({"type": "approval/decided", "seq": 3, "time": 1,
+            "data": {"callId": "c1", "outcome": "rejected"}}),
+    ];
+    let seed: Vec<SessionEvent> = stored
+        .iter()
+        .map(|v| SessionEvent::from_value(v).unwrap())
+        .collect();
+    let session = Session::with_seed(
+        dsh_session::SessionHeader::new("original".into(), 1),
+        seed,
+        SeedSource::Persistence,
+    )
+    .unwrap();
+    let events = session.events();
+    let kept: Vec<_> = events[..4]
+        .iter()
+        .map(|e| serde_json::to_value(&**e).unwrap())
+        .collect();
+    assert_eq!(kept, stored);
+    assert_eq!(
+        fold_session_safety(&events),
+        SafetyFold {
+            preset: None,
+            sandbox: Some(SandboxMode::ReadOnly),
+            policy: Some(ApprovalPolicy::Never),
+        }
+    );
+    // The answer in the original's words does not decode, so the ask still looks open.
+    assert!(events[3]
+        .decode::<dsh_tools_builtin::approval::ApprovalDecided>()
+        .unwrap()
+        .is_err());
+    let pending: Vec<_> = pending_approvals(&events)
+        .into_iter()
+        .map(|p| p.asked.call_id)
+        .collect();
+    assert_eq!(pending, ["c1"]);
+    assert!(fold_session_grants(&events).is_empty());
+}

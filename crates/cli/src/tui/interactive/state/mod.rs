@@ -14,8 +14,8 @@ use crate::tui::text::wrap;
 use crate::tui::{entry_lines, ApprovalPrompt, Entry, InputBox, RunState, ToolState, Transcript};
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
-use dsh_session::{EventData, SessionEvent};
-use dsh_tools_builtin::approval::events::{ApprovalDecided, APPROVAL_DECIDED};
+use dsh_session::SessionEvent;
+use dsh_tools_builtin::approval::ApprovalDecided;
 use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalRequest};
 use dsh_tools_builtin::PermissionPreset;
 use ratatui::style::{Color, Modifier, Style};
@@ -252,15 +252,10 @@ impl InteractiveState {
         self.next_seq = event.seq + 1;
         self.transcript.apply(event);
         self.pending.apply(event);
-        if event.type_name() == APPROVAL_DECIDED {
-            if let EventData::Other { data, .. } = &event.data {
-                if let Ok(decided) = serde_json::from_value::<ApprovalDecided>(data.clone()) {
-                    let session = self.session.clone();
-                    self.approvals.retain(|a| {
-                        Some(&a.session) != session.as_ref() || a.call_id != decided.call_id
-                    });
-                }
-            }
+        if let Some(Ok(decided)) = event.decode::<ApprovalDecided>() {
+            let session = self.session.clone();
+            self.approvals
+                .retain(|a| Some(&a.session) != session.as_ref() || a.call_id != decided.call_id);
         }
     }
 
