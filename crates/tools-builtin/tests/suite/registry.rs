@@ -72,6 +72,45 @@ async fn web_fetch_and_flags_follow_the_config() {
     );
 }
 
+/// The schemas the model sees, byte for byte: the provider's prompt cache keys on them, so
+/// any change (even key order) must be deliberate. Regenerate the file only on purpose.
+#[tokio::test]
+async fn registered_schemas_are_byte_identical_to_the_pinned_ones() {
+    let h = Harness::with(json!({"web_fetch": {"enabled": true}}), never());
+    let mut shown = serde_json::to_string_pretty(&h.tools.schemas(None)).unwrap();
+    shown.push('\n');
+    assert_eq!(shown, include_str!("builtin_schemas.json"));
+}
+
+/// Each tool's pipeline timeout and concurrency, as the registry sees them.
+#[tokio::test]
+async fn timeouts_and_concurrency_are_per_tool() {
+    let h = Harness::with(json!({"web_fetch": {"enabled": true}}), never());
+    let flags: Vec<(String, Option<u64>, bool)> = h
+        .tools
+        .names(None)
+        .into_iter()
+        .map(|name| {
+            let tool = h.tools.get(None, &name).unwrap();
+            let timeout = tool.timeout().map(|t| t.as_secs());
+            let parallel = tool.is_concurrency_safe(&json!({}));
+            (name, timeout, parallel)
+        })
+        .collect();
+    let expected = [
+        ("bash", None, false),
+        ("read", Some(120), true),
+        ("write", Some(120), false),
+        ("edit", Some(120), false),
+        ("glob", Some(120), true),
+        ("grep", Some(120), true),
+        ("todo_write", Some(30), false),
+        ("web_fetch", Some(120), true),
+    ]
+    .map(|(name, timeout, parallel)| (name.to_string(), timeout, parallel));
+    assert_eq!(flags, expected);
+}
+
 #[tokio::test]
 async fn plugin_waits_for_the_tool_runtime_and_unwinds_with_it() {
     let root = Context::root();
