@@ -14,9 +14,7 @@ use dsh_session::{
     AppendOptions, EventData, InboxTarget, ToolCall as ToolCallEvent, ToolErrorInfo,
     ToolResult as ToolResultEvent,
 };
-use dsh_tools::{
-    AgentHandle, Dispatched, ExecutionMode, Prepared, ToolCall, ToolResult, ToolRuntime,
-};
+use dsh_tools::{Dispatched, ExecutionMode, Prepared, ToolCall, ToolResult, ToolRuntime};
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use std::collections::BTreeMap;
@@ -72,7 +70,6 @@ struct Scheduler<'a> {
 
 impl Scheduler<'_> {
     fn call(&self, planned: &PlannedCall) -> ToolCall {
-        let handle: AgentHandle = Arc::new(self.subject.clone());
         ToolCall::new(
             planned.call_id.clone(),
             planned.name.clone(),
@@ -80,7 +77,7 @@ impl Scheduler<'_> {
         )
         .scope(self.subject.scope_key().clone())
         .signal(self.signal.child_token())
-        .agent(handle)
+        .caller(self.subject.clone())
     }
 
     fn log_call(&self, planned: &PlannedCall) -> Result<u64, Interrupt> {

@@ -215,8 +215,8 @@ impl Plugin for CheckpointPolicyPlugin {
             async move {
                 let exec = Arc::clone(args.execution());
                 // Nested calls run inside a top-level call whose checkpoint covered them.
-                let session = match (exec.parent(), dsh_agent::agent_of(&exec)) {
-                    (None, Some(agent)) => Some(agent.session().clone()),
+                let session = match (exec.parent(), exec.caller()) {
+                    (None, Some(caller)) => Some(caller.session().clone()),
                     _ => None,
                 };
                 if let Some(session) = session {

@@ -71,13 +71,13 @@ impl Registrable for TodoWrite {
     /// The todo list is a projection of the log: record it as `todo/write` in the calling
     /// agent's session. Calls without an agent (programmatic use) have no session to record in.
     fn after_success(&self, exec: &ToolExecution, output: &ToolOutput) -> Result<(), ToolFailure> {
-        let Some(agent) = dsh_agent::agent_of(exec) else {
+        let Some(caller) = exec.caller() else {
             tracing::debug!("todo_write ran without an agent; the list is not recorded");
             return Ok(());
         };
         let todos = output.metadata.get("todos").cloned().unwrap_or(Value::Null);
         let todos = serde_json::from_value(todos).map_err(|e| record_failure(&e))?;
-        agent
+        caller
             .session()
             .append(
                 EventData::TodoWrite(dsh_session::TodoWrite { todos }),

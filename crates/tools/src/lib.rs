@@ -12,6 +12,7 @@
 
 mod approval;
 mod args;
+mod caller;
 mod definition;
 mod error;
 pub mod events;
@@ -23,6 +24,7 @@ mod result;
 
 pub use approval::{Approval, ApprovalOutcome, ApprovalRequest, ApprovalService};
 pub use args::{parse_arguments, validate_arguments};
+pub use caller::ToolCaller;
 pub use definition::{render_json, Tool, Typed, TypedTool};
 pub use error::{codes, ErrorInfo, RegistryError, ToolFailure};
 pub use events::{
@@ -30,7 +32,7 @@ pub use events::{
     PreExecuteArgs, PreExecuteDecision, ToolResultEvent, ToolResultNotice, ToolsChange,
     ToolsChanged,
 };
-pub use execution::{AgentHandle, Extensions, ToolCall, ToolExecution};
+pub use execution::{Extensions, ToolCall, ToolExecution};
 pub use pipeline::{Dispatched, Prepared, ReadyCall};
 pub use plugin::{ToolsConfig, ToolsPlugin};
 pub use registry::{ExecutionMode, GuardDecision, Restriction, ToolRuntime, RESERVED_TOOL_NAME};

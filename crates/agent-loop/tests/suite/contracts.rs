@@ -5,9 +5,7 @@ use super::harness::{Harness, Log, TestTool};
 use super::normalize::outline;
 use super::scripted::{failure, text, tool_calls};
 use super::turns::msg;
-use dsh_agent::{
-    agent_of, current_initiator, AgentOptions, AgentRequest, RequestError, RequestErrorAction,
-};
+use dsh_agent::{current_initiator, AgentOptions, AgentRequest, RequestError, RequestErrorAction};
 use dsh_kernel::ListenOptions;
 use dsh_llm::LlmStream;
 use dsh_prompt::{ContextEntry, PromptText};
@@ -236,7 +234,7 @@ impl Tool for WhoAmI {
         exec: &'a ToolExecution,
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async move {
-            let from_exec = agent_of(exec).map(|a| a.id().to_string());
+            let from_exec = exec.caller().map(|c| c.id().to_string());
             let ambient = current_initiator().map(|a| a.id().to_string());
             Ok(json!(format!("{from_exec:?} {ambient:?}")))
         })

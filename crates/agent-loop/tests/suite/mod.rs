@@ -12,5 +12,6 @@ mod invariants_requests;
 mod invariants_turns;
 mod lifecycle;
 mod support;
+mod tool_caller;
 mod tools;
 mod turns;

@@ -189,7 +189,7 @@ impl Approvals {
         if view.gate != Gate::NeedsApproval || rule == Some(RuleAction::Allow) {
             return PreExecuteDecision::Allow;
         }
-        let Some(agent) = dsh_agent::agent_of(exec) else {
+        let Some(caller) = exec.caller() else {
             let policy = lock(&self.settings).policy;
             if !policy.asks() {
                 return PreExecuteDecision::Allow;
@@ -201,7 +201,7 @@ impl Approvals {
                 ),
             };
         };
-        let session = agent.session();
+        let session = caller.session();
         let (policy, covered) = self.with_state(session, |state| {
             (
                 state.policy,
@@ -227,10 +227,10 @@ impl Approvals {
     /// Puts one question to the answerer, logging the ask and its answer.
     async fn ask(&self, request: dsh_tools::ApprovalRequest) -> ApprovalOutcome {
         let exec = request.exec;
-        let Some(agent) = dsh_agent::agent_of(&exec) else {
+        let Some(caller) = exec.caller() else {
             return ApprovalOutcome::Unavailable;
         };
-        let session = agent.session().clone();
+        let session = caller.session().clone();
         let Some(answerer) = self.answerer_for(&session) else {
             return ApprovalOutcome::Unavailable;
         };

@@ -1,5 +1,5 @@
 //! A real kernel with the session store, the tool runtime, the built-in tools and approval
-//! mounted, plus a minimal agent so `agent_of(exec)` finds the session.
+//! mounted, plus a minimal agent so `exec.caller()` finds the session.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,9 +10,7 @@ use dsh_kernel::Context;
 use dsh_protocol::{CallId, SessionId};
 use dsh_session::{Session, SessionOptions, SessionStore, SessionsPlugin};
 use dsh_testkit::fake_agent::FakeAgent;
-use dsh_tools::{
-    AgentHandle, Extensions, ToolCall, ToolResult, ToolRuntime, ToolsConfig, ToolsPlugin,
-};
+use dsh_tools::{Extensions, ToolCall, ToolResult, ToolRuntime, ToolsConfig, ToolsPlugin};
 use dsh_tools_builtin::{
     ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalRequest, Approvals,
     BuiltinToolsPlugin,
@@ -147,10 +145,9 @@ impl Harness {
             *n += 1;
             format!("call-{n}")
         };
-        let handle: AgentHandle = Arc::new(self.agent.clone());
         ToolCall::new(CallId::from(id), name, args.to_string())
             .scope(self.agent.scope_key().clone())
-            .agent(handle)
+            .caller(self.agent.clone())
             .extensions(Extensions::new().with(self.fx.env.clone()))
     }
 

@@ -486,12 +486,12 @@ async fn failures_never_conclude_the_turn() {
 }
 
 #[tokio::test]
-async fn executions_carry_scope_agent_parent_and_extensions() {
+async fn executions_carry_scope_caller_parent_and_extensions() {
     #[derive(Debug, PartialEq)]
     struct Cwd(String);
-    struct AgentRef(&'static str);
 
     let (ctx, tools) = setup();
+    let agent = super::agent(&ctx, "agent-1");
     let seen = Arc::new(AtomicBool::new(false));
     let flag = seen.clone();
     tools
@@ -500,7 +500,8 @@ async fn executions_carry_scope_agent_parent_and_extensions() {
             TestTool::echo("inspect")
                 .body(move |_, exec| {
                     assert_eq!(exec.extensions().get::<Cwd>(), Some(&Cwd("/w".into())));
-                    assert_eq!(exec.agent_as::<AgentRef>().map(|a| a.0), Some("agent-1"));
+                    let caller = exec.caller().expect("the call carries its agent");
+                    assert_eq!(caller.id().as_str(), "agent-1");
                     assert_eq!(
                         exec.scope().map(|s| s.name().to_owned()),
                         Some("agent".into())
@@ -524,7 +525,7 @@ async fn executions_carry_scope_agent_parent_and_extensions() {
     };
     let call = ToolCall::new(CallId::from("inner"), "inspect", "")
         .scope(ScopeKey::new("agent"))
-        .agent(Arc::new(AgentRef("agent-1")))
+        .caller(agent)
         .parent(outer.execution().clone())
         .extensions(Extensions::new().with(Cwd("/w".into())));
     let result = tools.execute(call).await;

@@ -11,8 +11,8 @@ use dsh_session::{EventData, Session, SessionFlush, StepBoundary};
 use dsh_store::{CheckpointError, CheckpointPoint, Compression, StorageProblem};
 use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{
-    codes, AgentHandle, Prepared, Tool, ToolCall, ToolExecution, ToolFailure, ToolResult,
-    ToolRuntime, ToolsConfig, ToolsPlugin,
+    codes, Prepared, Tool, ToolCall, ToolExecution, ToolFailure, ToolResult, ToolRuntime,
+    ToolsConfig, ToolsPlugin,
 };
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -277,8 +277,7 @@ fn tool_harness(dir: &std::path::Path) -> ToolHarness {
 }
 
 fn call(id: &str, agent: &Arc<dyn dsh_agent::Agent>) -> ToolCall {
-    let handle: AgentHandle = Arc::new(agent.clone());
-    ToolCall::new(CallId::from(id), "probe", "{}").agent(handle)
+    ToolCall::new(CallId::from(id), "probe", "{}").caller(agent.clone())
 }
 
 #[tokio::test]
