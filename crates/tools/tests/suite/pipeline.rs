@@ -111,7 +111,7 @@ struct CountArgs {
     times: u8,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct CountOutput {
     text: String,
 }
@@ -131,10 +131,10 @@ impl TypedTool for Repeat {
         json!({"type": "object", "properties": {"word": {"type": "string"}, "times": {"type": "integer"}},
                "required": ["word", "times"]})
     }
-    fn is_concurrency_safe(&self, args: &CountArgs) -> bool {
-        args.times < 3
+    fn is_concurrency_safe(&self, args: &Value) -> bool {
+        args["times"].as_u64().is_some_and(|times| times < 3)
     }
-    async fn run(
+    async fn execute(
         &self,
         args: CountArgs,
         _exec: &ToolExecution,
@@ -143,14 +143,16 @@ impl TypedTool for Repeat {
             text: args.word.repeat(args.times.into()),
         })
     }
-    fn render(&self, args: &CountArgs, output: &CountOutput) -> Vec<ContentBlock> {
+    fn render(&self, args: &Value, value: &Value) -> Vec<ContentBlock> {
         vec![ContentBlock::text(format!(
             "{} x{}: {}",
-            args.word, args.times, output.text
+            args["word"].as_str().unwrap_or_default(),
+            args["times"],
+            value["text"].as_str().unwrap_or_default()
         ))]
     }
-    fn presentation_meta(&self, args: &CountArgs, _output: &CountOutput) -> Option<Value> {
-        Some(json!({"times": args.times}))
+    fn presentation_meta(&self, args: &Value, _value: &Value) -> Option<Value> {
+        Some(json!({"times": args["times"]}))
     }
 }
 
