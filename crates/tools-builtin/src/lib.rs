@@ -42,7 +42,7 @@ mod tool;
 pub mod web_fetch;
 
 pub use approval::{
-    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalPolicy, ApprovalRequest,
+    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalPolicy, ApprovalQuestion,
     ApprovalRule, ApprovalSettings, Approvals, PermissionPreset, SessionSafety,
 };
 pub use bash::{Bash, BashArgs};

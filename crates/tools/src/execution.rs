@@ -1,4 +1,4 @@
-//! A planned call (`ToolCall`) and the live execution a tool body sees (`ToolExecution`).
+//! A planned call (`ToolInvocation`) and the live execution a tool body sees (`ToolExecution`).
 
 use crate::caller::ToolCaller;
 use crate::definition::Tool;
@@ -54,7 +54,7 @@ impl fmt::Debug for Extensions {
 
 /// One call as the scheduler plans it, with the raw argument text from the assistant message.
 #[derive(Clone)]
-pub struct ToolCall {
+pub struct ToolInvocation {
     pub(crate) call_id: CallId,
     pub(crate) name: String,
     pub(crate) arguments: String,
@@ -65,7 +65,7 @@ pub struct ToolCall {
     pub(crate) extensions: Extensions,
 }
 
-impl ToolCall {
+impl ToolInvocation {
     pub fn new(call_id: CallId, name: impl Into<String>, arguments: impl Into<String>) -> Self {
         Self {
             call_id,
@@ -126,9 +126,9 @@ impl ToolCall {
     }
 }
 
-impl fmt::Debug for ToolCall {
+impl fmt::Debug for ToolInvocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolCall")
+        f.debug_struct("ToolInvocation")
             .field("call_id", &self.call_id)
             .field("name", &self.name)
             .field("arguments", &self.arguments)
@@ -158,7 +158,11 @@ pub struct ToolExecution {
 }
 
 impl ToolExecution {
-    pub(crate) fn new(call: ToolCall, arguments: Value, definition: Option<Arc<dyn Tool>>) -> Self {
+    pub(crate) fn new(
+        call: ToolInvocation,
+        arguments: Value,
+        definition: Option<Arc<dyn Tool>>,
+    ) -> Self {
         let root_call_id = call.parent.as_ref().map_or_else(
             || call.call_id.clone(),
             |parent| parent.root_call_id.clone(),
@@ -293,12 +297,12 @@ mod tests {
     #[test]
     fn nested_executions_know_their_root_and_capabilities_work() {
         let outer = Arc::new(ToolExecution::new(
-            ToolCall::new(CallId::from("outer"), "run", "{}"),
+            ToolInvocation::new(CallId::from("outer"), "run", "{}"),
             Value::Null,
             None,
         ));
         let inner = ToolExecution::new(
-            ToolCall::new(CallId::from("inner"), "read", "{}").parent(outer.clone()),
+            ToolInvocation::new(CallId::from("inner"), "read", "{}").parent(outer.clone()),
             Value::Null,
             None,
         );
@@ -315,14 +319,14 @@ mod tests {
     fn execution_signal_follows_the_caller_but_not_the_reverse() {
         let caller = CancellationToken::new();
         let exec = ToolExecution::new(
-            ToolCall::new(CallId::from("c"), "t", "").signal(caller.clone()),
+            ToolInvocation::new(CallId::from("c"), "t", "").signal(caller.clone()),
             Value::Null,
             None,
         );
         exec.signal().cancel();
         assert!(!caller.is_cancelled());
         let exec = ToolExecution::new(
-            ToolCall::new(CallId::from("c"), "t", "").signal(caller.clone()),
+            ToolInvocation::new(CallId::from("c"), "t", "").signal(caller.clone()),
             Value::Null,
             None,
         );

@@ -5,7 +5,7 @@
 //! - [`ToolRuntime`] is the `ctx.tools` service: a scoped registry (global layer plus one
 //!   layer per scope; nearest wins, restrictions narrow what is inherited, guards deny) and
 //!   the per-call pipeline `prepare → dispatch → finalize` that the agent loop's scheduler
-//!   drives. Every stage is total: failures become [`ToolResult`]s the model can read.
+//!   drives. Every stage is total: failures become [`InvocationResult`]s the model can read.
 //! - The `tools/*` extension points live in [`events`]; the approval seam in [`Approval`].
 //!
 //! The binding API shape is described in `docs/tools-api.md`.
@@ -32,8 +32,8 @@ pub use events::{
     PreExecuteArgs, PreExecuteDecision, ToolResultEvent, ToolResultNotice, ToolsChange,
     ToolsChanged,
 };
-pub use execution::{Extensions, ToolCall, ToolExecution};
+pub use execution::{Extensions, ToolExecution, ToolInvocation};
 pub use pipeline::{Dispatched, Prepared, ReadyCall};
 pub use plugin::{ToolsConfig, ToolsPlugin};
 pub use registry::{ExecutionMode, GuardDecision, Restriction, ToolRuntime, RESERVED_TOOL_NAME};
-pub use result::{ToolErrorDetail, ToolOutcome, ToolResult};
+pub use result::{InvocationResult, ToolErrorDetail, ToolOutcome};

@@ -18,7 +18,7 @@ use super::events::{
 use super::facts::{CallView, Gate};
 use super::policy::{ApprovalPolicy, SessionSafety};
 use super::rules::{decide, ApprovalRule, RuleAction};
-use super::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
+use super::{ApprovalAnswerer, ApprovalDecision, ApprovalQuestion};
 
 /// How long a cancelled ask waits before answering "cancelled" itself (see `ask`).
 const CANCEL_HANDOFF: Duration = Duration::from_millis(200);
@@ -251,7 +251,7 @@ impl Approvals {
             call_id: asked.call_id.clone(),
             settled: false,
         };
-        let question = ApprovalRequest {
+        let question = ApprovalQuestion {
             session_id: session.id().clone(),
             call_id: exec.call_id().clone(),
             tool: view.tool,

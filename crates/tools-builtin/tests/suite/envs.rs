@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dsh_agent::Agent;
 use dsh_protocol::{CallId, SessionId};
 use dsh_session::{SessionOptions, SessionStore};
-use dsh_tools::{Extensions, ToolCall};
+use dsh_tools::{Extensions, ToolInvocation};
 use dsh_tools_builtin::{SandboxMode, ToolEnvs};
 use serde_json::json;
 
@@ -14,8 +14,8 @@ use super::harness::{running_agent, text, Harness};
 use super::support::Fixture;
 
 /// A `read` of `note.txt` as the agent loop plans it, minus the extensions.
-fn read_note(agent: &Arc<dyn Agent>, id: &str) -> ToolCall {
-    ToolCall::new(
+fn read_note(agent: &Arc<dyn Agent>, id: &str) -> ToolInvocation {
+    ToolInvocation::new(
         CallId::from(id),
         "read",
         json!({"file_path": "note.txt"}).to_string(),
@@ -79,7 +79,7 @@ async fn a_replaced_env_takes_effect_and_a_disposed_one_is_gone() {
     let h = Harness::new(json!({"policy": "never"}));
     let envs = h.root.require::<ToolEnvs>().unwrap();
     let write = |id: &str| {
-        ToolCall::new(
+        ToolInvocation::new(
             CallId::from(id),
             "write",
             json!({"file_path": "out.txt", "content": "x"}).to_string(),

@@ -4,7 +4,7 @@ use dsh_kernel::Context;
 use dsh_protocol::CallId;
 use dsh_protocol::ToolSchema;
 use dsh_tools::{
-    ErrorInfo, ExecutionMode, ToolCall, ToolRuntime, ToolsConfig, ToolsPlugin, TypedTool,
+    ErrorInfo, ExecutionMode, ToolInvocation, ToolRuntime, ToolsConfig, ToolsPlugin, TypedTool,
 };
 use dsh_tools_builtin::{
     Bash, BuiltinToolsConfig, BuiltinToolsPlugin, Edit, Glob, Grep, Read, TodoWrite, ToolEnvs,
@@ -229,7 +229,7 @@ async fn bad_arguments_are_refused_before_the_body_runs() {
 #[tokio::test]
 async fn a_call_without_a_tool_env_fails_clearly() {
     let h = Harness::new(never());
-    let call = ToolCall::new(
+    let call = ToolInvocation::new(
         CallId::from("c"),
         "glob",
         json!({"pattern": "*"}).to_string(),

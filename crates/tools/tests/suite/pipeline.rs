@@ -4,8 +4,8 @@ use super::{setup, TestTool};
 use dsh_kernel::ScopeKey;
 use dsh_protocol::{CallId, ContentBlock, Message};
 use dsh_tools::{
-    codes, Extensions, Prepared, ToolCall, ToolExecution, ToolFailure, ToolResult, ToolResultEvent,
-    Typed, TypedTool,
+    codes, Extensions, InvocationResult, Prepared, ToolExecution, ToolFailure, ToolInvocation,
+    ToolResultEvent, Typed, TypedTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-fn call(name: &str, args: &str) -> ToolCall {
-    ToolCall::new(CallId::from("call-1"), name, args)
+fn call(name: &str, args: &str) -> ToolInvocation {
+    ToolInvocation::new(CallId::from("call-1"), name, args)
 }
 
 fn error_json(message: &str, name: &str, code: &str) -> Value {
@@ -438,7 +438,7 @@ async fn an_already_cancelled_caller_never_dispatches() {
         "final outcomes skip post-execute"
     );
     assert_eq!(
-        ToolResult::aborted_before_dispatch(CallId::from("call-1"), "patient"),
+        InvocationResult::aborted_before_dispatch(CallId::from("call-1"), "patient"),
         result
     );
 }
@@ -519,13 +519,13 @@ async fn executions_carry_scope_caller_parent_and_extensions() {
         .unwrap()
         .forget();
     let Prepared::Ready(outer) = tools
-        .prepare(ToolCall::new(CallId::from("outer"), "nope", "{}"))
+        .prepare(ToolInvocation::new(CallId::from("outer"), "nope", "{}"))
         .await
     else {
         // unknown tools still pass policy; they fail at dispatch
         panic!("unknown tools are dispatched")
     };
-    let call = ToolCall::new(CallId::from("inner"), "inspect", "")
+    let call = ToolInvocation::new(CallId::from("inner"), "inspect", "")
         .scope(ScopeKey::new("agent"))
         .caller(agent)
         .parent(outer.execution().clone())
