@@ -85,6 +85,52 @@ pub fn render_json(value: &Value) -> Vec<ContentBlock> {
 /// The other hooks see JSON, as [`Tool`]'s do: the concurrency flag must not depend on
 /// whether the arguments are valid, and rendering works on the canonical value, which a
 /// `tools/post-execute` hook may have replaced.
+///
+/// ```
+/// use dsh_tools::{Tool, ToolExecution, ToolFailure, ToolRuntime, Typed, TypedTool};
+/// use serde::{Deserialize, Serialize};
+/// use serde_json::{json, Value};
+///
+/// #[derive(Deserialize)]
+/// struct NoteArgs {
+///     text: String,
+/// }
+///
+/// #[derive(Serialize)]
+/// struct Noted {
+///     session: Option<String>,
+///     chars: usize,
+/// }
+///
+/// struct Note;
+///
+/// impl TypedTool for Note {
+///     type Args = NoteArgs;
+///     type Output = Noted;
+///     fn name(&self) -> &str {
+///         "note"
+///     }
+///     fn description(&self) -> String {
+///         "Remember a short note.".into()
+///     }
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+///     }
+///     async fn execute(&self, args: NoteArgs, exec: &ToolExecution) -> Result<Noted, ToolFailure> {
+///         // The agent the call runs for, when there is one: its session, context, registry.
+///         let session = exec.caller().map(|caller| caller.session().id().to_string());
+///         Ok(Noted { session, chars: args.text.chars().count() })
+///     }
+/// }
+///
+/// let ctx = dsh_kernel::Context::root();
+/// let tools = ToolRuntime::new(&ctx);
+/// tools.register(&ctx, Typed::arc(Note)).unwrap().forget();
+/// assert_eq!(tools.names(None), ["note"]);
+/// // serde's message is what the model reads about bad arguments
+/// let problem = Typed(Note).check_arguments(&json!({"text": 1})).unwrap_err();
+/// assert!(problem.starts_with("invalid type: integer `1`"), "{problem}");
+/// ```
 pub trait TypedTool: Send + Sync + 'static {
     type Args: DeserializeOwned + Send + 'static;
     type Output: Serialize + Send + 'static;

@@ -1,11 +1,14 @@
 //! Tools: what a tool is, which tools a scope sees, and how one call runs.
 //!
-//! - [`Tool`] is the erased definition the registry stores (`Arc<dyn Tool>`); [`TypedTool`]
-//!   with [`Typed`] is the convenient form for tools with serde arguments.
+//! - [`Tool`] is the definition the registry stores (`Arc<dyn Tool>`); [`TypedTool`] with
+//!   [`Typed`] is the same with serde arguments and output.
+//! - A call is a [`ToolInvocation`]; its body sees the live [`ToolExecution`], which
+//!   carries the [`ToolCaller`] (the agent the call runs for: its session, scoped context and
+//!   the agent registry) and yields an [`InvocationResult`].
 //! - [`ToolRuntime`] is the `ctx.tools` service: a scoped registry (global layer plus one
 //!   layer per scope; nearest wins, restrictions narrow what is inherited, guards deny) and
 //!   the per-call pipeline `prepare → dispatch → finalize` that the agent loop's scheduler
-//!   drives. Every stage is total: failures become [`InvocationResult`]s the model can read.
+//!   drives. Every stage is total: failures become results the model can read.
 //! - The `tools/*` extension points live in [`events`]; the approval seam in [`Approval`].
 //!
 //! The binding API shape is described in `docs/tools-api.md`.
