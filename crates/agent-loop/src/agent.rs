@@ -11,7 +11,6 @@ use dsh_kernel::{Context, ScopeKey};
 use dsh_protocol::{Message, SessionId};
 use dsh_session::{EventData, InboxTarget, Session};
 use futures_util::future::BoxFuture;
-use std::any::Any;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
@@ -221,9 +220,5 @@ impl Agent for ReactLoopAgent {
             }
         }
         Ok(())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

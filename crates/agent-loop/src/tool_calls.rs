@@ -10,12 +10,9 @@ use crate::agent::ReactLoopAgent;
 use crate::error::{fail, Interrupt, OrFail};
 use dsh_agent::{initiator, AbortSignal, Agent};
 use dsh_protocol::CallId;
-use dsh_session::{
-    AppendOptions, EventData, InboxTarget, ToolCall as ToolCallEvent, ToolErrorInfo,
-    ToolResult as ToolResultEvent,
-};
+use dsh_session::{AppendOptions, EventData, InboxTarget, ToolCall, ToolErrorInfo, ToolResult};
 use dsh_tools::{
-    AgentHandle, Dispatched, ExecutionMode, Prepared, ToolCall, ToolResult, ToolRuntime,
+    Dispatched, ExecutionMode, InvocationResult, Prepared, ToolInvocation, ToolRuntime,
 };
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
@@ -71,20 +68,19 @@ struct Scheduler<'a> {
 }
 
 impl Scheduler<'_> {
-    fn call(&self, planned: &PlannedCall) -> ToolCall {
-        let handle: AgentHandle = Arc::new(self.subject.clone());
-        ToolCall::new(
+    fn call(&self, planned: &PlannedCall) -> ToolInvocation {
+        ToolInvocation::new(
             planned.call_id.clone(),
             planned.name.clone(),
             planned.arguments.clone(),
         )
         .scope(self.subject.scope_key().clone())
         .signal(self.signal.child_token())
-        .agent(handle)
+        .caller(self.subject.clone())
     }
 
     fn log_call(&self, planned: &PlannedCall) -> Result<u64, Interrupt> {
-        let event = self.agent.append(EventData::ToolCall(ToolCallEvent {
+        let event = self.agent.append(EventData::ToolCall(ToolCall {
             turn: self.turn,
             step: self.step,
             call_id: planned.call_id.clone(),
@@ -94,8 +90,8 @@ impl Scheduler<'_> {
         Ok(event.seq)
     }
 
-    fn log_result(&self, result: &ToolResult, call_seq: u64) -> Result<(), Interrupt> {
-        let data = EventData::ToolResult(ToolResultEvent {
+    fn log_result(&self, result: &InvocationResult, call_seq: u64) -> Result<(), Interrupt> {
+        let data = EventData::ToolResult(ToolResult {
             turn: self.turn,
             step: self.step,
             message: Arc::new(result.to_message()),
@@ -132,8 +128,10 @@ impl Scheduler<'_> {
     fn skip(&self, calls: &[PlannedCall]) -> Result<(), Interrupt> {
         for planned in calls {
             let seq = self.log_call(planned)?;
-            let result =
-                ToolResult::aborted_before_dispatch(planned.call_id.clone(), planned.name.clone());
+            let result = InvocationResult::aborted_before_dispatch(
+                planned.call_id.clone(),
+                planned.name.clone(),
+            );
             self.log_result(&result, seq)?;
         }
         Ok(())
@@ -145,7 +143,7 @@ impl Scheduler<'_> {
         &self,
         group: &[PlannedCall],
         mode: ExecutionMode,
-        first: ToolCall,
+        first: ToolInvocation,
     ) -> Result<GroupOutcome, Interrupt> {
         let mut first = Some(first);
         let cap = self.agent.services.max_parallel();

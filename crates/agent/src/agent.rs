@@ -10,7 +10,6 @@ use dsh_session::{InboxTarget, Session, SessionEvent, SessionOrigin};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -112,9 +111,6 @@ pub trait Agent: Send + Sync + 'static {
     fn inject(&self, message: Message) -> Result<(), AgentError> {
         self.send(message, InboxTarget::NextStep, false)
     }
-
-    /// For downcasting to the concrete driver.
-    fn as_any(&self) -> &dyn Any;
 }
 
 impl fmt::Debug for dyn Agent {

@@ -44,8 +44,3 @@ pub use inbox::Inbox;
 pub use initiator::{current_initiator, require_initiator, with_initiator, without_initiator};
 pub use model_selection::{install_model_selection, ModelSelection, ModelSelectionRef};
 pub use registry::{AgentRegistry, AgentsConfig, AgentsPlugin, RegistryExit};
-
-/// The agent carried by a tool execution (the scheduler stores `Arc<dyn Agent>` there).
-pub fn agent_of(exec: &dsh_tools::ToolExecution) -> Option<&std::sync::Arc<dyn Agent>> {
-    exec.agent_as::<std::sync::Arc<dyn Agent>>()
-}

@@ -8,7 +8,6 @@ use dsh_kernel::{Context, ScopeKey};
 use dsh_protocol::{Message, SessionId};
 use dsh_session::{InboxTarget, Session, SessionHeader};
 use futures_util::future::BoxFuture;
-use std::any::Any;
 use std::sync::Arc;
 
 pub(crate) struct FakeAgent {
@@ -81,8 +80,5 @@ impl Agent for FakeAgent {
     }
     fn send(&self, message: Message, target: InboxTarget, _wakeup: bool) -> Result<(), AgentError> {
         self.inbox.append(target, message)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -25,7 +25,7 @@ use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_llm::LlmStream;
 use dsh_protocol::SessionId;
 use dsh_session::{Session, SessionError, SessionStore};
-use dsh_tools::{Execute, ToolExecution, ToolFailure, ToolOutcome, ToolResult};
+use dsh_tools::{Execute, InvocationResult, ToolExecution, ToolFailure, ToolOutcome};
 
 use crate::error::StoreError;
 
@@ -156,7 +156,7 @@ pub async fn checkpoint(
 
 /// The canonical outcome of a call cancelled before its body started.
 fn aborted_before_dispatch(exec: &ToolExecution) -> ToolFailure {
-    let result = ToolResult::aborted_before_dispatch(exec.call_id().clone(), exec.name());
+    let result = InvocationResult::aborted_before_dispatch(exec.call_id().clone(), exec.name());
     match result.outcome {
         ToolOutcome::Failure { error } => ToolFailure {
             message: error.message,
@@ -215,8 +215,8 @@ impl Plugin for CheckpointPolicyPlugin {
             async move {
                 let exec = Arc::clone(args.execution());
                 // Nested calls run inside a top-level call whose checkpoint covered them.
-                let session = match (exec.parent(), dsh_agent::agent_of(&exec)) {
-                    (None, Some(agent)) => Some(agent.session().clone()),
+                let session = match (exec.parent(), exec.caller()) {
+                    (None, Some(caller)) => Some(caller.session().clone()),
                     _ => None,
                 };
                 if let Some(session) = session {

@@ -16,7 +16,6 @@
 //! # Ok(()) }
 //! ```
 
-use std::any::Any;
 use std::sync::Arc;
 
 use dsh_agent::{
@@ -144,8 +143,5 @@ impl Agent for FakeAgent {
     }
     fn send(&self, message: Message, target: InboxTarget, _wakeup: bool) -> Result<(), AgentError> {
         self.inbox.append(target, message)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -14,7 +16,7 @@ use crate::output::OutputCollector;
 use crate::process::{self, CommandSpec, Termination};
 use crate::sandbox::{self, Enforcement, SandboxProbe};
 use crate::scrub::scrub_child_env;
-use crate::tool::{lenient_u64, BuiltinTool, ToolOutput};
+use crate::tool::{lenient_u64, tool_env, ToolOutput};
 
 /// The `bash` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,41 +52,13 @@ shortened to its beginning and end, and the full output is saved to a file whose
 /// A sandbox denial looks like one of these in the command's own error output.
 const DENIAL_SIGNATURES: &[&str] = &["Read-only file system", "Permission denied"];
 
-impl BuiltinTool for Bash {
-    const NAME: &'static str = "bash";
-    type Args = BashArgs;
+impl Bash {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "bash";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The bash command to run."},
-                "description": {
-                    "type": "string",
-                    "description": "What the command does, in 5-10 words of active voice, for the UI (e.g. \"git status\" -> \"Show working tree status\")."
-                },
-                "timeoutMs": {
-                    "type": "number",
-                    "description": "Timeout in milliseconds (default 120000, at most 600000). The command and everything it started are killed when it expires."
-                },
-                "workdir": {
-                    "type": "string",
-                    "description": "Directory to run in. Defaults to the workspace; a relative path resolves against it."
-                }
-            },
-            "required": ["command", "description"]
-        })
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        false
-    }
-
-    async fn run(
+    /// The body: runs one call in `env`; cancelling `cancel` kills the command and everything
+    /// it started.
+    pub async fn run(
         &self,
         args: BashArgs,
         env: &ToolEnv,
@@ -180,6 +154,68 @@ impl BuiltinTool for Bash {
             "sandboxNotice": notice.as_ref().map(|n| n.message.clone()),
         });
         Ok(ToolOutput { content, metadata })
+    }
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command to run."},
+                "description": {
+                    "type": "string",
+                    "description": "What the command does, in 5-10 words of active voice, for the UI (e.g. \"git status\" -> \"Show working tree status\")."
+                },
+                "timeoutMs": {
+                    "type": "number",
+                    "description": "Timeout in milliseconds (default 120000, at most 600000). The command and everything it started are killed when it expires."
+                },
+                "workdir": {
+                    "type": "string",
+                    "description": "Directory to run in. Defaults to the workspace; a relative path resolves against it."
+                }
+            },
+            "required": ["command", "description"]
+        })
+    }
+
+    /// No pipeline clock: the body enforces the call's `timeoutMs` itself (killing the
+    /// process group), so a second clock here would only race it.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
+        false
+    }
+
+    async fn execute(
+        &self,
+        args: BashArgs,
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

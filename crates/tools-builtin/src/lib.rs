@@ -1,10 +1,10 @@
 //! The coding tools, the sandbox that confines them, secret scrubbing, and approval.
 //!
-//! Each tool is a unit struct implementing [`BuiltinTool`]: a model-facing name, description
-//! and JSON schema, typed arguments with the original parameter names, and an async body that
-//! takes the session's [`ToolEnv`] and a cancellation token. [`BuiltinAdapter`] turns a body
-//! into a `dsh_tools::Tool`; the [`ToolEnv`] comes from the execution's extensions or, for a
-//! call scoped to an agent, from [`ToolEnvs`], where the agent's setup registered it. The
+//! Each tool is a unit struct implementing `dsh_tools::TypedTool` directly: a model-facing
+//! name, description and JSON schema, typed arguments with the original parameter names, and
+//! an inherent async `run` body that takes the session's [`ToolEnv`] and a cancellation token.
+//! The [`ToolEnv`] comes from the execution's extensions or, for a call made for an agent,
+//! from [`ToolEnvs`], where the agent's setup registered it for the agent's scope. The
 //! [`BuiltinToolsPlugin`] (`tools-builtin`) registers the configured set on the tool runtime
 //! and provides [`ToolEnvs`].
 //! The [`approval`] module decides which calls a person must allow and asks them through the
@@ -34,7 +34,6 @@ mod output;
 mod paths;
 mod plugin;
 mod process;
-mod registration;
 pub mod sandbox;
 pub mod scrub;
 pub mod search;
@@ -43,7 +42,7 @@ mod tool;
 pub mod web_fetch;
 
 pub use approval::{
-    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalPolicy, ApprovalRequest,
+    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalPolicy, ApprovalQuestion,
     ApprovalRule, ApprovalSettings, Approvals, PermissionPreset, SessionSafety,
 };
 pub use bash::{Bash, BashArgs};
@@ -55,9 +54,8 @@ pub use plugin::{
     builtin_tool, register_builtin_tools, BuiltinToolsConfig, BuiltinToolsError,
     BuiltinToolsPlugin, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
 };
-pub use registration::{to_failure, BuiltinAdapter, Registrable, TOOL_ENV_MISSING};
 pub use sandbox::{SandboxMode, SandboxPolicy, SandboxProbe, UnconfinedFallback};
 pub use search::{Glob, GlobArgs, Grep, GrepArgs};
 pub use todo::{Todo, TodoStatus, TodoWrite, TodoWriteArgs};
-pub use tool::{BuiltinTool, ToolOutput};
+pub use tool::{to_failure, ToolOutput, TOOL_ENV_MISSING};
 pub use web_fetch::{WebFetch, WebFetchArgs};

@@ -5,17 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dsh_kernel::{BoxError, Context, Disposer, Plugin, ServiceName};
-use dsh_tools::{RegistryError, Tool, ToolRuntime};
+use dsh_tools::{RegistryError, Tool, ToolRuntime, Typed};
 use serde::Deserialize;
 
 use crate::bash::Bash;
 use crate::env::WebFetchConfig;
 use crate::envs::ToolEnvs;
 use crate::fs_tools::{Edit, Read, Write};
-use crate::registration::{BuiltinAdapter, Registrable};
 use crate::search::{Glob, Grep};
 use crate::todo::TodoWrite;
-use crate::tool::BuiltinTool;
 use crate::web_fetch::WebFetch;
 
 /// Every built-in tool name, in registration (and so catalog) order.
@@ -119,9 +117,8 @@ impl BuiltinToolsConfig {
         Ok(chosen)
     }
 
-    /// The tools to register, in catalog order, finding their session environments in `envs`
-    /// when a call carries none.
-    pub fn tools(&self, envs: &Arc<ToolEnvs>) -> Result<Vec<Arc<dyn Tool>>, BuiltinToolsError> {
+    /// The tools to register, in catalog order.
+    pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, BuiltinToolsError> {
         let web_fetch = WebFetchConfig {
             enabled: self.web_fetch.enabled,
             allow_private_addresses: self.web_fetch.allow_private_addresses,
@@ -129,47 +126,37 @@ impl BuiltinToolsConfig {
         Ok(self
             .tool_names()?
             .into_iter()
-            .filter_map(|name| builtin_tool(name, &web_fetch, envs))
+            .filter_map(|name| builtin_tool(name, &web_fetch))
             .collect())
     }
 }
 
-/// The registry form of the built-in tool called `name`.
-pub fn builtin_tool(
-    name: &str,
-    web_fetch: &WebFetchConfig,
-    envs: &Arc<ToolEnvs>,
-) -> Option<Arc<dyn Tool>> {
-    fn erased<T: Registrable>(adapter: BuiltinAdapter<T>, envs: &Arc<ToolEnvs>) -> Arc<dyn Tool> {
-        adapter.with_envs(envs.clone()).into_arc()
-    }
+/// The registry form of the built-in tool called `name`; `web_fetch` runs with `web_fetch`
+/// instead of the session's settings.
+pub fn builtin_tool(name: &str, web_fetch: &WebFetchConfig) -> Option<Arc<dyn Tool>> {
     let tool = match name {
-        Bash::NAME => erased(BuiltinAdapter::new(Bash), envs),
-        Read::NAME => erased(BuiltinAdapter::new(Read), envs),
-        Write::NAME => erased(BuiltinAdapter::new(Write), envs),
-        Edit::NAME => erased(BuiltinAdapter::new(Edit), envs),
-        Glob::NAME => erased(BuiltinAdapter::new(Glob), envs),
-        Grep::NAME => erased(BuiltinAdapter::new(Grep), envs),
-        TodoWrite::NAME => erased(BuiltinAdapter::new(TodoWrite), envs),
-        WebFetch::NAME => erased(
-            BuiltinAdapter::new(WebFetch).with_web_fetch(web_fetch.clone()),
-            envs,
-        ),
+        Bash::NAME => Typed::arc(Bash),
+        Read::NAME => Typed::arc(Read),
+        Write::NAME => Typed::arc(Write),
+        Edit::NAME => Typed::arc(Edit),
+        Glob::NAME => Typed::arc(Glob),
+        Grep::NAME => Typed::arc(Grep),
+        TodoWrite::NAME => Typed::arc(TodoWrite),
+        WebFetch::NAME => Typed::arc(WebFetch::configured(web_fetch.clone())),
         _ => return None,
     };
     Some(tool)
 }
 
-/// Registers the configured tools in `ctx`'s layer of `tools`, finding session environments
-/// in `envs`; the registrations are effects of `ctx`'s fiber. Nothing is registered when the
-/// configuration is invalid.
+/// Registers the configured tools in `ctx`'s layer of `tools`; the registrations are effects
+/// of `ctx`'s fiber. Nothing is registered when the configuration is invalid. The tools find
+/// each call's session environment in the `ToolEnvs` service (see [`ToolEnvs`]).
 pub fn register_builtin_tools(
     ctx: &Context,
     tools: &ToolRuntime,
     config: &BuiltinToolsConfig,
-    envs: &Arc<ToolEnvs>,
 ) -> Result<Vec<Disposer>, BuiltinToolsError> {
-    let chosen = config.tools(envs)?;
+    let chosen = config.tools()?;
     let mut registered = Vec::with_capacity(chosen.len());
     for tool in chosen {
         match tools.register(ctx, tool) {
@@ -201,9 +188,8 @@ impl Plugin for BuiltinToolsPlugin {
         let tools = ctx.require::<ToolRuntime>()?;
         // Checked before anything is provided, so a bad selection leaves nothing behind.
         config.tool_names()?;
-        let envs = Arc::new(ToolEnvs::new());
-        ctx.provide(envs.clone())?.forget();
-        for disposer in register_builtin_tools(ctx, &tools, &config, &envs)? {
+        ctx.provide(Arc::new(ToolEnvs::new()))?.forget();
+        for disposer in register_builtin_tools(ctx, &tools, &config)? {
             disposer.forget();
         }
         Ok(())

@@ -6,8 +6,11 @@
 //! saved to a spill file the model can read.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use std::time::SystemTime;
 
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
@@ -20,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::output::{spill_text, truncate_chars};
-use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
 
 /// Matches kept for the spill file; past this the search stops (and says so).
 const MAX_COLLECTED_MATCHES: usize = 20_000;
@@ -63,12 +66,32 @@ Returns matching lines with their line numbers, grouped by file. Files excluded 
 binary files are skipped. At most 250 matches are listed; for larger results the complete list is \
 saved to a file whose path is reported. Use read on a matching file for surrounding context.";
 
-impl BuiltinTool for Glob {
-    const NAME: &'static str = "glob";
-    type Args = GlobArgs;
+impl Glob {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "glob";
 
-    fn description(&self) -> &'static str {
-        GLOB_DESCRIPTION
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: GlobArgs,
+        env: &ToolEnv,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let env = env.clone();
+        run_blocking("searching", move || glob_blocking(&env, &args, &cancel)).await
+    }
+}
+
+impl TypedTool for Glob {
+    type Args = GlobArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        GLOB_DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -82,27 +105,58 @@ impl BuiltinTool for Glob {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         true
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: GlobArgs,
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
+    }
+}
+
+impl Grep {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "grep";
+
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: GrepArgs,
         env: &ToolEnv,
         cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        run_blocking("searching", move || glob_blocking(&env, &args, &cancel)).await
+        run_blocking("searching", move || grep_blocking(&env, &args, &cancel)).await
     }
 }
 
-impl BuiltinTool for Grep {
-    const NAME: &'static str = "grep";
+impl TypedTool for Grep {
     type Args = GrepArgs;
+    type Output = ToolOutput;
 
-    fn description(&self) -> &'static str {
-        GREP_DESCRIPTION
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        GREP_DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -117,18 +171,29 @@ impl BuiltinTool for Grep {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         true
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: GrepArgs,
-        env: &ToolEnv,
-        cancel: CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
-        let env = env.clone();
-        run_blocking("searching", move || grep_blocking(&env, &args, &cancel)).await
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

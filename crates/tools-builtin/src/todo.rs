@@ -1,15 +1,21 @@
 //! `todo_write`: the model's task list, replaced whole on every call.
 //!
-//! The body only validates and summarizes; whoever wires the tool to a session logs the
-//! `todo/write` event with the returned list (it is in the output metadata as `todos`).
+//! The body only validates and summarizes; a call made for an agent then logs the
+//! `todo/write` event with the returned list (it is in the output metadata as `todos`) in
+//! the agent's session.
 
+use std::time::Duration;
+
+use dsh_protocol::ContentBlock;
+use dsh_session::{AppendOptions, EventData};
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::env::ToolEnv;
 use crate::error::ToolError;
-use crate::tool::{BuiltinTool, ToolOutput};
+use crate::tool::{tool_env, ToolOutput};
 
 /// The `todo_write` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,12 +55,39 @@ once all work is complete. Skip the list for trivial single-step tasks. Statuses
 /// Longest accepted task text; a todo is a line, not a document.
 const MAX_CONTENT_CHARS: usize = 1_000;
 
-impl BuiltinTool for TodoWrite {
-    const NAME: &'static str = "todo_write";
-    type Args = TodoWriteArgs;
+impl TodoWrite {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "todo_write";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: TodoWriteArgs,
+        _env: &ToolEnv,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let todos = validate(args.todos)?;
+        let count = |status| todos.iter().filter(|t| t.status == status).count();
+        let content = format!(
+            "Updated todo list: {} pending, {} in progress, {} completed.",
+            count(TodoStatus::Pending),
+            count(TodoStatus::InProgress),
+            count(TodoStatus::Completed)
+        );
+        Ok(ToolOutput::text(content).with_metadata(json!({ "todos": todos })))
+    }
+}
+
+impl TypedTool for TodoWrite {
+    type Args = TodoWriteArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -83,26 +116,60 @@ impl BuiltinTool for TodoWrite {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_secs(30))
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         false
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: TodoWriteArgs,
-        _env: &ToolEnv,
-        _cancel: CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
-        let todos = validate(args.todos)?;
-        let count = |status| todos.iter().filter(|t| t.status == status).count();
-        let content = format!(
-            "Updated todo list: {} pending, {} in progress, {} completed.",
-            count(TodoStatus::Pending),
-            count(TodoStatus::InProgress),
-            count(TodoStatus::Completed)
-        );
-        Ok(ToolOutput::text(content).with_metadata(json!({ "todos": todos })))
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        let output = self.run(args, &env, exec.signal().clone()).await?;
+        record(exec, &output)?;
+        Ok(output)
     }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
+    }
+}
+
+/// The todo list is a projection of the log: record it as `todo/write` in the calling agent's
+/// session before the result settles. Calls without an agent (programmatic use) have no
+/// session to record in.
+fn record(exec: &ToolExecution, output: &ToolOutput) -> Result<(), ToolFailure> {
+    let Some(caller) = exec.caller() else {
+        tracing::debug!("todo_write ran without an agent; the list is not recorded");
+        return Ok(());
+    };
+    let todos = output.metadata.get("todos").cloned().unwrap_or(Value::Null);
+    let todos = serde_json::from_value(todos).map_err(|e| record_failure(&e))?;
+    caller
+        .session()
+        .append(
+            EventData::TodoWrite(dsh_session::TodoWrite { todos }),
+            AppendOptions::log_only(),
+        )
+        .map_err(|e| record_failure(&e))?;
+    Ok(())
+}
+
+fn record_failure(error: &dyn std::fmt::Display) -> ToolFailure {
+    ToolFailure::coded(
+        "SessionError",
+        "TODO_NOT_RECORDED",
+        format!("the todo list could not be recorded in the session: {error}"),
+    )
 }
 
 /// Trims each task and rejects empty or oversized ones.

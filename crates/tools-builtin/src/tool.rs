@@ -1,14 +1,20 @@
-//! The shape every built-in tool shares, independent of any registry.
+//! What every built-in tool shares: its output shape, where its session environment comes
+//! from, how its errors reach the model, and its backstop timeout.
+//!
+//! Each tool is a unit struct with an inherent `run(args, &ToolEnv, cancel)` body (what tests
+//! call directly) and a `dsh_tools::TypedTool` impl that the registry takes as
+//! `Typed::arc(tool)`: it finds the call's [`ToolEnv`] with [`tool_env`], runs the body with
+//! the execution's signal, and renders the canonical [`ToolOutput`] value.
 
-use std::future::Future;
+use std::time::Duration;
 
-use dsh_protocol::{ContentBlock, ToolSchema};
-use serde::de::DeserializeOwned;
+use dsh_protocol::ContentBlock;
+use dsh_tools::{render_json, ToolExecution, ToolFailure};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::env::ToolEnv;
+use crate::envs::ToolEnvs;
 use crate::error::ToolError;
 
 /// What a tool returns: the text the model reads, plus structured metadata for the UI and the
@@ -42,59 +48,61 @@ impl ToolOutput {
     pub fn meta(&self) -> Option<Value> {
         (!self.metadata.is_null()).then(|| self.metadata.clone())
     }
-}
 
-/// A built-in tool: its model-facing schema and its body.
-///
-/// Tools are unit structs; everything session-specific arrives through [`ToolEnv`], so one
-/// value serves every session and the schema never changes (which keeps the provider's prompt
-/// cache warm).
-pub trait BuiltinTool: Send + Sync + 'static {
-    /// The name the model calls the tool by.
-    const NAME: &'static str;
-    /// The typed arguments, with the original parameter names.
-    type Args: DeserializeOwned + Send + 'static;
-
-    /// What the model is told the tool does.
-    fn description(&self) -> &'static str;
-
-    /// The JSON Schema of [`Self::Args`].
-    fn parameters(&self) -> Value;
-
-    /// Whether calls may run alongside other calls (only pure readers may).
-    fn is_concurrency_safe(&self) -> bool;
-
-    /// Runs one call. Cancelling `cancel` stops the work promptly (and kills any processes).
-    fn run(
-        &self,
-        args: Self::Args,
-        env: &ToolEnv,
-        cancel: CancellationToken,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
-
-    /// The schema the model is shown.
-    fn schema(&self) -> ToolSchema {
-        ToolSchema {
-            name: Self::NAME.to_string(),
-            description: self.description().to_string(),
-            parameters: self.parameters(),
+    /// What the model sees of a canonical output value: its `content` as one text block.
+    /// A value of another shape (a `tools/post-execute` hook may replace it) renders as JSON.
+    pub fn render_value(value: &Value) -> Vec<ContentBlock> {
+        match value.get("content").and_then(Value::as_str) {
+            Some(text) => vec![ContentBlock::text(text)],
+            None => render_json(value),
         }
     }
 
-    /// Deserializes raw arguments, turning serde's complaint into a model-readable error.
-    fn parse_args(&self, args: Value) -> Result<Self::Args, ToolError> {
-        serde_json::from_value(args).map_err(|e| ToolError::invalid(Self::NAME, e.to_string()))
+    /// The `meta` of a canonical output value: its non-null `metadata`.
+    pub fn value_meta(value: &Value) -> Option<Value> {
+        value.get("metadata").filter(|m| !m.is_null()).cloned()
     }
+}
 
-    /// Parses and runs in one go.
-    fn run_json(
-        &self,
-        args: Value,
-        env: &ToolEnv,
-        cancel: CancellationToken,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
-        let parsed = self.parse_args(args);
-        async move { self.run(parsed?, env, cancel).await }
+/// The pipeline's backstop timeout for the built-in tools that have no clock of their own.
+/// Bodies enforce their own limits; this only catches one that hangs.
+pub(crate) const BACKSTOP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Code of the failure reported when a call arrives without a [`ToolEnv`].
+pub const TOOL_ENV_MISSING: &str = "TOOL_ENV_MISSING";
+
+/// The session environment a call runs in: the one whoever drives the call put in its
+/// extensions, else the one registered in [`ToolEnvs`] for the call's scope (an agent's, set
+/// up with the agent), found through the calling agent's context. A call with neither fails
+/// with [`TOOL_ENV_MISSING`].
+pub(crate) fn tool_env(exec: &ToolExecution) -> Result<ToolEnv, ToolFailure> {
+    if let Some(env) = exec.extensions().get::<ToolEnv>() {
+        return Ok(env.clone());
+    }
+    exec.caller()
+        .and_then(|caller| caller.ctx().get::<ToolEnvs>())
+        .and_then(|envs| envs.resolve(exec.scope()))
+        .ok_or_else(|| {
+            ToolFailure::coded(
+                "ToolEnvMissingError",
+                TOOL_ENV_MISSING,
+                format!(
+                    "the built-in tool \"{}\" has no session environment (workspace, sandbox) to run in; \
+                     this is a harness setup problem, not a problem with the call. Tell the user.",
+                    exec.name()
+                ),
+            )
+        })
+}
+
+/// A body's error as the failure the model reads (the message) and the log keeps (the code).
+pub fn to_failure(error: &ToolError) -> ToolFailure {
+    ToolFailure::coded(error.name(), error.code(), error.to_string())
+}
+
+impl From<ToolError> for ToolFailure {
+    fn from(error: ToolError) -> Self {
+        to_failure(&error)
     }
 }
 
@@ -132,6 +140,7 @@ pub(crate) mod lenient_u64 {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use dsh_tools::{Tool, Typed, TypedTool};
 
     #[derive(Deserialize)]
     struct Args {
@@ -175,6 +184,66 @@ mod tests {
             ),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn schema_and_flags_come_from_the_tool() {
+        let bash = Typed(crate::Bash);
+        assert_eq!(bash.name(), "bash");
+        assert_eq!(bash.parameters(), TypedTool::parameters(&crate::Bash));
+        assert_eq!(bash.timeout(), None);
+        assert!(!bash.is_concurrency_safe(&serde_json::json!({})));
+        let grep = Typed(crate::Grep);
+        assert!(grep.is_concurrency_safe(&serde_json::json!({})));
+        assert_eq!(grep.timeout(), Some(BACKSTOP_TIMEOUT));
+    }
+
+    #[test]
+    fn argument_problems_use_serde_messages() {
+        let read = Typed(crate::Read);
+        assert_eq!(
+            read.check_arguments(&serde_json::json!({})).unwrap_err(),
+            "missing field `file_path`"
+        );
+        assert!(read
+            .check_arguments(&serde_json::json!({"file_path": "a"}))
+            .is_ok());
+    }
+
+    #[test]
+    fn value_renders_content_and_meta() {
+        let out = ToolOutput::text("hi").with_metadata(serde_json::json!({"exitCode": 0}));
+        let value = serde_json::to_value(&out).unwrap();
+        let bash = Typed(crate::Bash);
+        let args = serde_json::json!({});
+        assert_eq!(bash.render(&args, &value), vec![ContentBlock::text("hi")]);
+        assert_eq!(
+            bash.presentation_meta(&args, &value),
+            Some(serde_json::json!({"exitCode": 0}))
+        );
+        let plain = serde_json::to_value(ToolOutput::text("x")).unwrap();
+        assert_eq!(bash.presentation_meta(&args, &plain), None);
+        // A value of another shape (replaced by a hook) still renders, as JSON, and keeps
+        // whatever metadata it carries.
+        let other = serde_json::json!({"metadata": {"a": 1}});
+        assert_eq!(
+            bash.render(&args, &other),
+            vec![ContentBlock::text("{\"metadata\":{\"a\":1}}")]
+        );
+        assert_eq!(
+            bash.presentation_meta(&args, &other),
+            Some(serde_json::json!({"a": 1}))
+        );
+    }
+
+    #[test]
+    fn errors_keep_their_code_and_message() {
+        let failure = ToolFailure::from(ToolError::EditNoChange);
+        assert_eq!(failure.code(), Some("EDIT_NO_CHANGE"));
+        assert_eq!(failure.info.unwrap().name, "EditError");
+        assert!(failure
+            .message
+            .starts_with("old_string and new_string are identical"));
     }
 
     #[test]

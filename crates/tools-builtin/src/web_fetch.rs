@@ -7,20 +7,25 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use reqwest::Url;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::env::ToolEnv;
+use crate::env::{ToolEnv, WebFetchConfig};
 use crate::error::ToolError;
 use crate::output::truncate_chars;
-use crate::tool::{BuiltinTool, ToolOutput};
+use crate::tool::{tool_env, ToolOutput, BACKSTOP_TIMEOUT};
 
-/// The `web_fetch` tool.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct WebFetch;
+/// The `web_fetch` tool. It follows the session's [`ToolEnv`] settings unless it was
+/// registered with its own ([`WebFetch::configured`], as the plugin registers it).
+#[derive(Clone, Debug, Default)]
+pub struct WebFetch {
+    config: Option<WebFetchConfig>,
+}
 
 /// Arguments of `web_fetch`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -36,29 +41,19 @@ cannot be fetched.";
 const MAX_REDIRECTS: usize = 5;
 const USER_AGENT: &str = concat!("dsh/", env!("CARGO_PKG_VERSION"), " (web_fetch)");
 
-impl BuiltinTool for WebFetch {
-    const NAME: &'static str = "web_fetch";
-    type Args = WebFetchArgs;
+impl WebFetch {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "web_fetch";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
+    /// A `web_fetch` that runs every call with `config` instead of the session's settings.
+    pub fn configured(config: WebFetchConfig) -> Self {
+        Self {
+            config: Some(config),
+        }
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "description": "The absolute http:// or https:// URL to fetch."}
-            },
-            "required": ["url"]
-        })
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        true
-    }
-
-    async fn run(
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
         &self,
         args: WebFetchArgs,
         env: &ToolEnv,
@@ -72,6 +67,57 @@ impl BuiltinTool for WebFetch {
             _ = cancel.cancelled() => Err(ToolError::Cancelled),
             result = fetch(env, &args.url) => result,
         }
+    }
+}
+
+impl TypedTool for WebFetch {
+    type Args = WebFetchArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "The absolute http:// or https:// URL to fetch."}
+            },
+            "required": ["url"]
+        })
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        args: WebFetchArgs,
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = match &self.config {
+            Some(config) => tool_env(exec)?.with_web_fetch(config.clone()),
+            None => tool_env(exec)?,
+        };
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

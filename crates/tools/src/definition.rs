@@ -1,5 +1,5 @@
-//! What a tool is: the erased [`Tool`] trait the registry stores, and the [`TypedTool`]
-//! adapter for tools whose arguments and output are serde types.
+//! What a tool is: the [`Tool`] trait the registry stores, and [`TypedTool`], the same with
+//! serde-typed arguments and output (adapted by [`Typed`]).
 
 use crate::error::ToolFailure;
 use crate::execution::ToolExecution;
@@ -76,34 +76,97 @@ pub fn render_json(value: &Value) -> Vec<ContentBlock> {
     }
 }
 
-/// A tool with serde-typed arguments and output. Register it as `Typed::arc(tool)`.
+/// A [`Tool`] whose arguments and output are serde types: the typed convenience layer.
+/// Register it as `Typed::arc(tool)`.
+///
+/// Only the body is typed. [`Typed`] checks every call's arguments by deserializing them
+/// into [`Self::Args`] (serde's message reaches the model as an invalid-arguments result,
+/// before any hook runs) and serializes the body's [`Self::Output`] into the canonical value.
+/// The other hooks see JSON, as [`Tool`]'s do: the concurrency flag must not depend on
+/// whether the arguments are valid, and rendering works on the canonical value, which a
+/// `tools/post-execute` hook may have replaced.
+///
+/// ```
+/// use dsh_tools::{Tool, ToolExecution, ToolFailure, ToolRuntime, Typed, TypedTool};
+/// use serde::{Deserialize, Serialize};
+/// use serde_json::{json, Value};
+///
+/// #[derive(Deserialize)]
+/// struct NoteArgs {
+///     text: String,
+/// }
+///
+/// #[derive(Serialize)]
+/// struct Noted {
+///     session: Option<String>,
+///     chars: usize,
+/// }
+///
+/// struct Note;
+///
+/// impl TypedTool for Note {
+///     type Args = NoteArgs;
+///     type Output = Noted;
+///     fn name(&self) -> &str {
+///         "note"
+///     }
+///     fn description(&self) -> String {
+///         "Remember a short note.".into()
+///     }
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+///     }
+///     async fn execute(&self, args: NoteArgs, exec: &ToolExecution) -> Result<Noted, ToolFailure> {
+///         // The agent the call runs for, when there is one: its session, context, registry.
+///         let session = exec.caller().map(|caller| caller.session().id().to_string());
+///         Ok(Noted { session, chars: args.text.chars().count() })
+///     }
+/// }
+///
+/// let ctx = dsh_kernel::Context::root();
+/// let tools = ToolRuntime::new(&ctx);
+/// tools.register(&ctx, Typed::arc(Note)).unwrap().forget();
+/// assert_eq!(tools.names(None), ["note"]);
+/// // serde's message is what the model reads about bad arguments
+/// let problem = Typed(Note).check_arguments(&json!({"text": 1})).unwrap_err();
+/// assert!(problem.starts_with("invalid type: integer `1`"), "{problem}");
+/// ```
 pub trait TypedTool: Send + Sync + 'static {
     type Args: DeserializeOwned + Send + 'static;
-    type Output: Serialize + DeserializeOwned + Send + 'static;
+    type Output: Serialize + Send + 'static;
 
+    /// As [`Tool::name`].
     fn name(&self) -> &str;
 
     fn description(&self) -> String;
 
+    /// The JSON Schema of [`Self::Args`], as [`Tool::parameters`].
     fn parameters(&self) -> Value;
 
+    /// As [`Tool::timeout`].
     fn timeout(&self) -> Option<Duration> {
         None
     }
 
-    fn is_concurrency_safe(&self, _args: &Self::Args) -> bool {
+    /// As [`Tool::is_concurrency_safe`].
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         false
     }
 
-    fn run(
+    /// The body, with arguments already checked. Watch `exec.signal()` for cancellation.
+    fn execute(
         &self,
         args: Self::Args,
         exec: &ToolExecution,
     ) -> impl Future<Output = Result<Self::Output, ToolFailure>> + Send;
 
-    fn render(&self, args: &Self::Args, output: &Self::Output) -> Vec<ContentBlock>;
+    /// As [`Tool::render`].
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        render_json(value)
+    }
 
-    fn presentation_meta(&self, _args: &Self::Args, _output: &Self::Output) -> Option<Value> {
+    /// As [`Tool::presentation_meta`].
+    fn presentation_meta(&self, _args: &Value, _value: &Value) -> Option<Value> {
         None
     }
 }
@@ -116,12 +179,6 @@ impl<T: TypedTool> Typed<T> {
     /// The erased form the registry takes.
     pub fn arc(tool: T) -> Arc<dyn Tool> {
         Arc::new(Self(tool))
-    }
-
-    fn typed_pair(&self, args: &Value, value: &Value) -> Option<(T::Args, T::Output)> {
-        let args = serde_json::from_value(args.clone()).ok()?;
-        let output = serde_json::from_value(value.clone()).ok()?;
-        Some((args, output))
     }
 }
 
@@ -143,9 +200,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     fn is_concurrency_safe(&self, args: &Value) -> bool {
-        serde_json::from_value::<T::Args>(args.clone())
-            .map(|args| self.0.is_concurrency_safe(&args))
-            .unwrap_or(false)
+        self.0.is_concurrency_safe(args)
     }
 
     fn check_arguments(&self, args: &Value) -> Result<(), String> {
@@ -162,7 +217,7 @@ impl<T: TypedTool> Tool for Typed<T> {
         Box::pin(async move {
             let args: T::Args = serde_json::from_value(args)
                 .map_err(|error| ToolFailure::invalid_arguments(error.to_string()))?;
-            let output = self.0.run(args, exec).await?;
+            let output = self.0.execute(args, exec).await?;
             serde_json::to_value(output).map_err(|error| {
                 ToolFailure::coded(
                     "InvalidToolOutputError",
@@ -174,16 +229,11 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     fn render(&self, args: &Value, value: &Value) -> Vec<ContentBlock> {
-        // A post-execute hook may have replaced the value with one of another shape.
-        match self.typed_pair(args, value) {
-            Some((args, output)) => self.0.render(&args, &output),
-            None => render_json(value),
-        }
+        self.0.render(args, value)
     }
 
     fn presentation_meta(&self, args: &Value, value: &Value) -> Option<Value> {
-        let (args, output) = self.typed_pair(args, value)?;
-        self.0.presentation_meta(&args, &output)
+        self.0.presentation_meta(args, value)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::error::ToolFailure;
 use crate::execution::{lock, ToolExecution};
-use crate::result::ToolResult;
+use crate::result::InvocationResult;
 use dsh_kernel::{Event, Notification, ScopeKey, Waterfall};
 use dsh_protocol::{ContentBlock, Message};
 use serde_json::Value;
@@ -105,7 +105,7 @@ impl Waterfall for PostExecute {
 pub struct PostExecuteArgs {
     pub exec: Arc<ToolExecution>,
     /// The result so far.
-    pub result: ToolResult,
+    pub result: InvocationResult,
 }
 
 /// What post-execute policy made of a result.
@@ -158,7 +158,7 @@ impl Notification for ToolResultEvent {
 #[derive(Debug)]
 pub struct ToolResultNotice {
     pub exec: Arc<ToolExecution>,
-    pub result: ToolResult,
+    pub result: InvocationResult,
 }
 
 /// `tools/change`: a registration, restriction or guard was added or removed (unscoped).

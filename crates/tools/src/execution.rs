@@ -1,6 +1,8 @@
-//! A planned call (`ToolCall`) and the live execution a tool body sees (`ToolExecution`).
+//! A planned call (`ToolInvocation`) and the live execution a tool body sees (`ToolExecution`).
 
+use crate::caller::ToolCaller;
 use crate::definition::Tool;
+use dsh_agent::Agent;
 use dsh_kernel::ScopeKey;
 use dsh_protocol::{CallId, Message};
 use serde_json::Value;
@@ -10,9 +12,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-
-/// The calling agent, kept opaque so this crate does not depend on the agent crate.
-pub type AgentHandle = Arc<dyn Any + Send + Sync>;
 
 /// A type-keyed bag of values the caller hands to tools (session id, working directory, the
 /// builtin tools' environment, ...). Cloning is cheap.
@@ -55,18 +54,18 @@ impl fmt::Debug for Extensions {
 
 /// One call as the scheduler plans it, with the raw argument text from the assistant message.
 #[derive(Clone)]
-pub struct ToolCall {
+pub struct ToolInvocation {
     pub(crate) call_id: CallId,
     pub(crate) name: String,
     pub(crate) arguments: String,
     pub(crate) scope: Option<ScopeKey>,
     pub(crate) signal: CancellationToken,
-    pub(crate) agent: Option<AgentHandle>,
+    pub(crate) caller: Option<ToolCaller>,
     pub(crate) parent: Option<Arc<ToolExecution>>,
     pub(crate) extensions: Extensions,
 }
 
-impl ToolCall {
+impl ToolInvocation {
     pub fn new(call_id: CallId, name: impl Into<String>, arguments: impl Into<String>) -> Self {
         Self {
             call_id,
@@ -74,7 +73,7 @@ impl ToolCall {
             arguments: arguments.into(),
             scope: None,
             signal: CancellationToken::new(),
-            agent: None,
+            caller: None,
             parent: None,
             extensions: Extensions::new(),
         }
@@ -92,8 +91,10 @@ impl ToolCall {
         self
     }
 
-    pub fn agent(mut self, agent: AgentHandle) -> Self {
-        self.agent = Some(agent);
+    /// The agent the call runs for; its body reaches it through
+    /// [`ToolExecution::caller`].
+    pub fn caller(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.caller = Some(ToolCaller::new(agent));
         self
     }
 
@@ -125,9 +126,9 @@ impl ToolCall {
     }
 }
 
-impl fmt::Debug for ToolCall {
+impl fmt::Debug for ToolInvocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolCall")
+        f.debug_struct("ToolInvocation")
             .field("call_id", &self.call_id)
             .field("name", &self.name)
             .field("arguments", &self.arguments)
@@ -148,7 +149,7 @@ pub struct ToolExecution {
     scope: Option<ScopeKey>,
     caller_signal: CancellationToken,
     signal: CancellationToken,
-    agent: Option<AgentHandle>,
+    caller: Option<ToolCaller>,
     parent: Option<Arc<ToolExecution>>,
     extensions: Extensions,
     definition: Option<Arc<dyn Tool>>,
@@ -157,7 +158,11 @@ pub struct ToolExecution {
 }
 
 impl ToolExecution {
-    pub(crate) fn new(call: ToolCall, arguments: Value, definition: Option<Arc<dyn Tool>>) -> Self {
+    pub(crate) fn new(
+        call: ToolInvocation,
+        arguments: Value,
+        definition: Option<Arc<dyn Tool>>,
+    ) -> Self {
         let root_call_id = call.parent.as_ref().map_or_else(
             || call.call_id.clone(),
             |parent| parent.root_call_id.clone(),
@@ -171,7 +176,7 @@ impl ToolExecution {
             raw_arguments: call.arguments,
             arguments,
             scope: call.scope,
-            agent: call.agent,
+            caller: call.caller,
             parent: call.parent,
             extensions: call.extensions,
             definition,
@@ -217,15 +222,10 @@ impl ToolExecution {
         &self.caller_signal
     }
 
-    pub fn agent(&self) -> Option<&AgentHandle> {
-        self.agent.as_ref()
-    }
-
-    /// The agent handle as the concrete type the agent crate stored.
-    pub fn agent_as<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.agent
-            .as_ref()
-            .and_then(|agent| agent.downcast_ref::<T>())
+    /// The agent this call runs for (`None` for a call made outside any agent): its
+    /// session, scoped context and the agent registry.
+    pub fn caller(&self) -> Option<&ToolCaller> {
+        self.caller.as_ref()
     }
 
     pub fn parent(&self) -> Option<&Arc<ToolExecution>> {
@@ -297,18 +297,17 @@ mod tests {
     #[test]
     fn nested_executions_know_their_root_and_capabilities_work() {
         let outer = Arc::new(ToolExecution::new(
-            ToolCall::new(CallId::from("outer"), "run", "{}").agent(Arc::new(Cwd("agent"))),
+            ToolInvocation::new(CallId::from("outer"), "run", "{}"),
             Value::Null,
             None,
         ));
         let inner = ToolExecution::new(
-            ToolCall::new(CallId::from("inner"), "read", "{}").parent(outer.clone()),
+            ToolInvocation::new(CallId::from("inner"), "read", "{}").parent(outer.clone()),
             Value::Null,
             None,
         );
         assert_eq!(inner.root_call_id().as_str(), "outer");
-        assert_eq!(outer.agent_as::<Cwd>(), Some(&Cwd("agent")));
-        assert_eq!(outer.agent_as::<u8>(), None);
+        assert!(outer.caller().is_none());
         inner.defer_context(Message::user_text("x"));
         inner.conclude_turn();
         assert!(inner.concludes_turn());
@@ -320,14 +319,14 @@ mod tests {
     fn execution_signal_follows_the_caller_but_not_the_reverse() {
         let caller = CancellationToken::new();
         let exec = ToolExecution::new(
-            ToolCall::new(CallId::from("c"), "t", "").signal(caller.clone()),
+            ToolInvocation::new(CallId::from("c"), "t", "").signal(caller.clone()),
             Value::Null,
             None,
         );
         exec.signal().cancel();
         assert!(!caller.is_cancelled());
         let exec = ToolExecution::new(
-            ToolCall::new(CallId::from("c"), "t", "").signal(caller.clone()),
+            ToolInvocation::new(CallId::from("c"), "t", "").signal(caller.clone()),
             Value::Null,
             None,
         );

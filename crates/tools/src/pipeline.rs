@@ -1,5 +1,5 @@
 //! The per-call pipeline: `prepare → dispatch → finalize`. Every stage is total: hook
-//! errors, panics, timeouts, cancellation and bad arguments all become [`ToolResult`]s.
+//! errors, panics, timeouts, cancellation and bad arguments all become [`InvocationResult`]s.
 
 use crate::approval::{Approval, ApprovalRequest, NO_ANSWERER};
 use crate::args::{argument_problem, parse_arguments};
@@ -9,9 +9,9 @@ use crate::events::{
     Execute, ExecuteArgs, PostExecute, PostExecuteArgs, PostExecuteDecision, PreExecute,
     PreExecuteArgs, PreExecuteDecision, ToolResultEvent, ToolResultNotice,
 };
-use crate::execution::{ToolCall, ToolExecution};
+use crate::execution::{ToolExecution, ToolInvocation};
 use crate::registry::{GuardDecision, ToolRuntime};
-use crate::result::{ToolOutcome, ToolResult};
+use crate::result::{InvocationResult, ToolOutcome};
 use dsh_kernel::{BoxError, Event};
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -49,7 +49,7 @@ impl ReadyCall {
 #[derive(Debug)]
 pub struct Dispatched {
     exec: Arc<ToolExecution>,
-    result: ToolResult,
+    result: InvocationResult,
     is_final: bool,
 }
 
@@ -59,7 +59,7 @@ impl Dispatched {
     }
 
     /// The result before post-execute and finalization.
-    pub fn result(&self) -> &ToolResult {
+    pub fn result(&self) -> &InvocationResult {
         &self.result
     }
 
@@ -68,7 +68,7 @@ impl Dispatched {
     }
 
     fn failure(exec: Arc<ToolExecution>, failure: ToolFailure, is_final: bool) -> Self {
-        let mut result = ToolResult::failure(exec.call_id().clone(), exec.name(), failure);
+        let mut result = InvocationResult::failure(exec.call_id().clone(), exec.name(), failure);
         if !is_final {
             result.additional_contexts = exec.take_deferred();
         }
@@ -82,7 +82,7 @@ impl Dispatched {
 
 impl ToolRuntime {
     /// Runs a whole call: prepare, dispatch, finalize.
-    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+    pub async fn execute(&self, call: ToolInvocation) -> InvocationResult {
         let done = match self.prepare(call).await {
             Prepared::Ready(ready) => self.dispatch(ready).await,
             Prepared::Done(done) => done,
@@ -93,7 +93,7 @@ impl ToolRuntime {
     /// Creates the execution and applies policy: argument checks, the caller's signal,
     /// `tools/pre-execute` (with approval for `ask`) and guards. The scheduler awaits this
     /// in model order.
-    pub async fn prepare(&self, call: ToolCall) -> Prepared {
+    pub async fn prepare(&self, call: ToolInvocation) -> Prepared {
         let entry = self.resolve(call.scope_key(), call.name());
         let args = parse_arguments(call.arguments());
         let problem = entry.as_ref().and_then(|entry| {
@@ -222,7 +222,7 @@ impl ToolRuntime {
 
     /// Applies `tools/post-execute` (unless the outcome is final), the tool's
     /// `finalize_content`, and announces the result on `tools/result`.
-    pub async fn finalize(&self, done: Dispatched) -> ToolResult {
+    pub async fn finalize(&self, done: Dispatched) -> InvocationResult {
         let Dispatched {
             exec,
             mut result,
@@ -249,7 +249,11 @@ impl ToolRuntime {
         result
     }
 
-    async fn post_execute(&self, exec: &Arc<ToolExecution>, mut result: ToolResult) -> ToolResult {
+    async fn post_execute(
+        &self,
+        exec: &Arc<ToolExecution>,
+        mut result: InvocationResult,
+    ) -> InvocationResult {
         let args = Arc::new(PostExecuteArgs {
             exec: exec.clone(),
             result: result.clone(),
@@ -271,7 +275,7 @@ impl ToolRuntime {
                     let concludes = result.concludes_turn;
                     result = match dsh_protocol::json::check_lossless(&value) {
                         Ok(()) => settle_success(exec, value),
-                        Err(error) => ToolResult::failure(
+                        Err(error) => InvocationResult::failure(
                             exec.call_id().clone(),
                             exec.name(),
                             invalid_output(&error),
@@ -291,12 +295,14 @@ impl ToolRuntime {
                 additional_contexts,
             }) => {
                 let blocked = ToolFailure::coded("ToolBlockedError", codes::TOOL_BLOCKED, feedback);
-                let mut blocked = ToolResult::failure(exec.call_id().clone(), exec.name(), blocked);
+                let mut blocked =
+                    InvocationResult::failure(exec.call_id().clone(), exec.name(), blocked);
                 blocked.additional_contexts = additional_contexts;
                 blocked
             }
             Err(failure) => {
-                let mut failed = ToolResult::failure(exec.call_id().clone(), exec.name(), failure);
+                let mut failed =
+                    InvocationResult::failure(exec.call_id().clone(), exec.name(), failure);
                 failed.additional_contexts = result.additional_contexts;
                 failed
             }
@@ -364,7 +370,7 @@ async fn run_body(args: Arc<ExecuteArgs>) -> Result<Result<Value, ToolFailure>, 
 }
 
 /// A success result: rendered content and presentation meta from the visible definition.
-fn settle_success(exec: &ToolExecution, value: Value) -> ToolResult {
+fn settle_success(exec: &ToolExecution, value: Value) -> InvocationResult {
     let (content, meta) = match exec.definition() {
         Some(tool) => {
             let args = exec.arguments();
@@ -377,7 +383,7 @@ fn settle_success(exec: &ToolExecution, value: Value) -> ToolResult {
         }
         None => (render_json(&value), None),
     };
-    let mut result = ToolResult::success(exec.call_id().clone(), exec.name(), value, content);
+    let mut result = InvocationResult::success(exec.call_id().clone(), exec.name(), value, content);
     result.meta = meta;
     result
 }

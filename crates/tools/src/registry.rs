@@ -9,7 +9,7 @@ use crate::args::{check_parameters_schema, parse_arguments, validate_arguments};
 use crate::definition::Tool;
 use crate::error::RegistryError;
 use crate::events::{ToolsChange, ToolsChanged};
-use crate::execution::{lock, ToolCall, ToolExecution};
+use crate::execution::{lock, ToolExecution, ToolInvocation};
 use dsh_kernel::{Context, Disposer, ScopeKey};
 use dsh_protocol::ToolSchema;
 use std::collections::{HashMap, HashSet};
@@ -296,7 +296,7 @@ impl ToolRuntime {
 
     /// Parallel only when the visible definition says so for these (valid) arguments;
     /// unknown tools, invalid arguments and panics are exclusive.
-    pub fn execution_mode(&self, call: &ToolCall) -> ExecutionMode {
+    pub fn execution_mode(&self, call: &ToolInvocation) -> ExecutionMode {
         let Some(entry) = self.resolve(call.scope_key(), call.name()) else {
             return ExecutionMode::Exclusive;
         };

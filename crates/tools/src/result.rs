@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 /// The settled result of one call: what the model sees (`content`), what the log keeps
 /// (`outcome`, `meta`) and what the loop must do next (`additional_contexts`, `concludes_turn`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolResult {
+pub struct InvocationResult {
     pub call_id: CallId,
     pub name: String,
     pub outcome: ToolOutcome,
@@ -50,7 +50,7 @@ pub(crate) fn error_content(message: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::text(format!("Error: {message}"))]
 }
 
-impl ToolResult {
+impl InvocationResult {
     /// A success with already rendered content.
     pub fn success(
         call_id: CallId,
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn failure_json_shape() {
-        let result = ToolResult::aborted_before_dispatch(CallId::from("c1"), "bash");
+        let result = InvocationResult::aborted_before_dispatch(CallId::from("c1"), "bash");
         assert_eq!(
             result.to_json(),
             json!({
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn success_json_shape_and_message() {
-        let mut result = ToolResult::success(
+        let mut result = InvocationResult::success(
             CallId::from("c2"),
             "read",
             json!({"n": 1}),

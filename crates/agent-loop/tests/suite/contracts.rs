@@ -2,7 +2,7 @@
 //! paths that must not kill the loop, and the initiator seen by tools.
 
 use dsh_agent::{
-    agent_of, current_initiator, AgentOptions, AgentRequest, CreateAgentOptions, RequestError,
+    current_initiator, AgentOptions, AgentRequest, CreateAgentOptions, RequestError,
     RequestErrorAction,
 };
 use dsh_kernel::ListenOptions;
@@ -249,7 +249,7 @@ impl Tool for WhoAmI {
         exec: &'a ToolExecution,
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async move {
-            let from_exec = agent_of(exec).map(|a| a.id().to_string());
+            let from_exec = exec.caller().map(|c| c.id().to_string());
             let ambient = current_initiator().map(|a| a.id().to_string());
             Ok(json!(format!("{from_exec:?} {ambient:?}")))
         })

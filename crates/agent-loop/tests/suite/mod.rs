@@ -17,5 +17,6 @@ mod invariants_turns;
 mod lifecycle;
 mod retry;
 mod session_meta;
+mod tool_caller;
 mod tools;
 mod turns;

@@ -8,7 +8,7 @@ use dsh_cli::tui::interactive::{
 };
 use dsh_protocol::{CallId, SessionId};
 use dsh_tools_builtin::approval::{
-    ApprovalAnswerer, ApprovalDecision, ApprovalRequest, GrantScope, SessionGrant,
+    ApprovalAnswerer, ApprovalDecision, ApprovalQuestion, GrantScope, SessionGrant,
 };
 use ratatui::backend::TestBackend;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -217,8 +217,8 @@ async fn commands_go_through_the_driver() {
     );
 }
 
-fn request(call: &str) -> ApprovalRequest {
-    ApprovalRequest {
+fn request(call: &str) -> ApprovalQuestion {
+    ApprovalQuestion {
         session_id: SessionId::new(SESSION),
         call_id: CallId::new(call),
         tool: "write".into(),

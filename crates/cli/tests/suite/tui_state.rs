@@ -5,7 +5,7 @@ use super::tui_support::*;
 use crossterm::event::KeyCode;
 use dsh_cli::tui::interactive::{Effect, Input, QUIT_HINT_TICKS};
 use dsh_protocol::{CallId, SessionId};
-use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalRequest, GrantScope, SessionGrant};
+use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalQuestion, GrantScope, SessionGrant};
 use serde_json::json;
 
 /// The status line of a 60-column UI while turn 1 runs, and when idle.
@@ -131,7 +131,7 @@ fn esc_cancels_the_turn_and_keeps_the_queue() {
 fn ask(state: &mut dsh_cli::tui::interactive::InteractiveState, ticket: u64, call: &str) {
     state.reduce(Input::ApprovalAsked {
         ticket,
-        request: ApprovalRequest {
+        request: ApprovalQuestion {
             session_id: SessionId::new(SESSION),
             call_id: CallId::new(call),
             tool: "bash".into(),

@@ -18,7 +18,7 @@ use super::events::{
 use super::facts::{CallView, Gate};
 use super::policy::{ApprovalPolicy, SessionSafety};
 use super::rules::{decide, ApprovalRule, RuleAction};
-use super::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
+use super::{ApprovalAnswerer, ApprovalDecision, ApprovalQuestion};
 
 /// How long a cancelled ask waits before answering "cancelled" itself (see `ask`).
 const CANCEL_HANDOFF: Duration = Duration::from_millis(200);
@@ -189,7 +189,7 @@ impl Approvals {
         if view.gate != Gate::NeedsApproval || rule == Some(RuleAction::Allow) {
             return PreExecuteDecision::Allow;
         }
-        let Some(agent) = dsh_agent::agent_of(exec) else {
+        let Some(caller) = exec.caller() else {
             let policy = lock(&self.settings).policy;
             if !policy.asks() {
                 return PreExecuteDecision::Allow;
@@ -201,7 +201,7 @@ impl Approvals {
                 ),
             };
         };
-        let session = agent.session();
+        let session = caller.session();
         let (policy, covered) = self.with_state(session, |state| {
             (
                 state.policy,
@@ -227,10 +227,10 @@ impl Approvals {
     /// Puts one question to the answerer, logging the ask and its answer.
     async fn ask(&self, request: dsh_tools::ApprovalRequest) -> ApprovalOutcome {
         let exec = request.exec;
-        let Some(agent) = dsh_agent::agent_of(&exec) else {
+        let Some(caller) = exec.caller() else {
             return ApprovalOutcome::Unavailable;
         };
-        let session = agent.session().clone();
+        let session = caller.session().clone();
         let Some(answerer) = self.answerer_for(&session) else {
             return ApprovalOutcome::Unavailable;
         };
@@ -251,7 +251,7 @@ impl Approvals {
             call_id: asked.call_id.clone(),
             settled: false,
         };
-        let question = ApprovalRequest {
+        let question = ApprovalQuestion {
             session_id: session.id().clone(),
             call_id: exec.call_id().clone(),
             tool: view.tool,

@@ -172,8 +172,8 @@ fn workspace_of(exec: &ToolExecution) -> Option<PathBuf> {
     if let Some(env) = exec.extensions().get::<ToolEnv>() {
         return Some(env.workspace().to_path_buf());
     }
-    let agent = dsh_agent::agent_of(exec)?;
-    agent.session().header().cwd.as_ref().map(PathBuf::from)
+    let caller = exec.caller()?;
+    caller.session().header().cwd.as_ref().map(PathBuf::from)
 }
 
 fn absolute(path: &str, workspace: Option<&Path>) -> PathBuf {

@@ -36,7 +36,7 @@ pub use rules::{decide, ApprovalRule, CallFacts, RuleAction, RuleError, RuleMatc
 
 /// One question for a person: may this call run?
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApprovalRequest {
+pub struct ApprovalQuestion {
     /// The session the call belongs to (an answerer may serve several).
     pub session_id: SessionId,
     pub call_id: CallId,
@@ -54,7 +54,7 @@ pub struct ApprovalRequest {
 pub enum ApprovalDecision {
     /// Run this call; ask again next time.
     AllowOnce,
-    /// Run this call and, for the rest of the session, calls the request's `grant` covers.
+    /// Run this call and, for the rest of the session, calls the question's `grant` covers.
     AllowForSession,
     /// Do not run it; the feedback reaches the model in the error result.
     Deny { feedback: Option<String> },
@@ -66,5 +66,5 @@ pub enum ApprovalDecision {
 /// records the ask as cancelled (`approval/decided` with `"decision": "cancelled"`), which is
 /// how a surface rendering from session events knows to take the prompt down.
 pub trait ApprovalAnswerer: Send + Sync + 'static {
-    fn answer(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision>;
+    fn answer(&self, question: ApprovalQuestion) -> BoxFuture<'_, ApprovalDecision>;
 }

@@ -1,7 +1,10 @@
 //! `edit`: literal search-and-replace with a unique-match rule and helpful misses.
 
 use std::path::Path;
+use std::time::Duration;
 
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -10,7 +13,7 @@ use super::similar::{matches_ignoring_whitespace, nearest_candidates};
 use super::{diff_meta, observe_written, read_guarded, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
-use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
 
 /// The `edit` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -33,12 +36,32 @@ exactly once. Read the file first; a file changed on disk since the last read mu
 /// Line numbers listed in an ambiguous-match error.
 const MAX_LISTED_LINES: usize = 20;
 
-impl BuiltinTool for Edit {
-    const NAME: &'static str = "edit";
-    type Args = EditArgs;
+impl Edit {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "edit";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: EditArgs,
+        env: &ToolEnv,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let env = env.clone();
+        run_blocking("editing", move || edit_blocking(&env, &args)).await
+    }
+}
+
+impl TypedTool for Edit {
+    type Args = EditArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -54,18 +77,29 @@ impl BuiltinTool for Edit {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         false
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: EditArgs,
-        env: &ToolEnv,
-        _cancel: CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
-        let env = env.clone();
-        run_blocking("editing", move || edit_blocking(&env, &args)).await
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

@@ -3,7 +3,10 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
+use std::time::Duration;
 
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -12,7 +15,7 @@ use super::observe::{ContentHasher, Observation};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::output::truncate_chars;
-use crate::tool::{lenient_u64, run_blocking, BuiltinTool, ToolOutput};
+use crate::tool::{lenient_u64, run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
 
 /// The `read` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,12 +43,33 @@ const SNIFF_BYTES: usize = 8192;
 /// Entries listed for a directory.
 const MAX_DIR_ENTRIES: usize = 1000;
 
-impl BuiltinTool for Read {
-    const NAME: &'static str = "read";
-    type Args = ReadArgs;
+impl Read {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "read";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: ReadArgs,
+        env: &ToolEnv,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let path = crate::paths::resolve_for_read(env, &args.file_path)?;
+        let env = env.clone();
+        run_blocking("reading", move || read_blocking(&env, &args, &path)).await
+    }
+}
+
+impl TypedTool for Read {
+    type Args = ReadArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -60,19 +84,29 @@ impl BuiltinTool for Read {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         true
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: ReadArgs,
-        env: &ToolEnv,
-        _cancel: CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
-        let path = crate::paths::resolve_for_read(env, &args.file_path)?;
-        let env = env.clone();
-        run_blocking("reading", move || read_blocking(&env, &args, &path)).await
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

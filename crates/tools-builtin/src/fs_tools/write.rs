@@ -1,5 +1,9 @@
 //! `write`: create a file, or replace one the session has read and that is unchanged since.
 
+use std::time::Duration;
+
+use dsh_protocol::ContentBlock;
+use dsh_tools::{ToolExecution, ToolFailure, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -7,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{diff_meta, observe_written, read_guarded, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
-use crate::tool::{run_blocking, BuiltinTool, ToolOutput};
+use crate::tool::{run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
 
 /// The `write` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -24,12 +28,32 @@ const DESCRIPTION: &str = "Create a UTF-8 text file, or replace an existing file
 content. Missing parent directories are created. An existing file must have been read with the \
 read tool first and must not have changed since; prefer edit for targeted changes.";
 
-impl BuiltinTool for Write {
-    const NAME: &'static str = "write";
-    type Args = WriteArgs;
+impl Write {
+    /// The name the model calls the tool by.
+    pub const NAME: &'static str = "write";
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
+    /// The body: runs one call in `env`; `cancel` is the call's signal.
+    pub async fn run(
+        &self,
+        args: WriteArgs,
+        env: &ToolEnv,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let env = env.clone();
+        run_blocking("writing", move || write_blocking(&env, &args)).await
+    }
+}
+
+impl TypedTool for Write {
+    type Args = WriteArgs;
+    type Output = ToolOutput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
     }
 
     fn parameters(&self) -> Value {
@@ -43,18 +67,29 @@ impl BuiltinTool for Write {
         })
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn timeout(&self) -> Option<Duration> {
+        Some(BACKSTOP_TIMEOUT)
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
         false
     }
 
-    async fn run(
+    async fn execute(
         &self,
         args: WriteArgs,
-        env: &ToolEnv,
-        _cancel: CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
-        let env = env.clone();
-        run_blocking("writing", move || write_blocking(&env, &args)).await
+        exec: &ToolExecution,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let env = tool_env(exec)?;
+        Ok(self.run(args, &env, exec.signal().clone()).await?)
+    }
+
+    fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
+        ToolOutput::render_value(value)
+    }
+
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        ToolOutput::value_meta(value)
     }
 }
 

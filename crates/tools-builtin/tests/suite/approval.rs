@@ -7,7 +7,7 @@ use std::sync::Arc;
 use dsh_protocol::{CallId, SessionId};
 use dsh_tools::{PreExecute, PreExecuteDecision};
 use dsh_tools_builtin::approval::{GrantScope, SessionGrant};
-use dsh_tools_builtin::{ApprovalDecision, ApprovalRequest};
+use dsh_tools_builtin::{ApprovalDecision, ApprovalQuestion};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +37,7 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
     assert_eq!(text(&second), "hi\n");
     assert_eq!(
         answerer.asked()[0],
-        ApprovalRequest {
+        ApprovalQuestion {
             session_id: SessionId::from("s1"),
             call_id: CallId::from("call-1"),
             tool: "bash".into(),
@@ -344,8 +344,9 @@ async fn a_call_without_an_agent_has_no_session_to_ask_in() {
     let h = Harness::new(ask());
     let answerer = ScriptedAnswerer::new([]);
     h.answer_with(&answerer);
-    let call = dsh_tools::ToolCall::new(CallId::from("c"), "bash", bash("echo x").to_string())
-        .extensions(dsh_tools::Extensions::new().with(h.fx.env.clone()));
+    let call =
+        dsh_tools::ToolInvocation::new(CallId::from("c"), "bash", bash("echo x").to_string())
+            .extensions(dsh_tools::Extensions::new().with(h.fx.env.clone()));
     let result = h.tools.execute(call).await;
     assert_eq!(
         text(&result),

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use dsh_tools::{Tool, Typed};
 use dsh_tools_builtin::scrub::env_pair;
-use dsh_tools_builtin::{Bash, BashArgs, BuiltinTool, Limits, ToolOutput};
+use dsh_tools_builtin::{Bash, BashArgs, Limits, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -231,8 +232,10 @@ async fn empty_command_is_invalid() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "INVALID_TOOL_ARGUMENTS");
-    let err = Bash.parse_args(json!({"description": "x"})).unwrap_err();
-    assert_eq!(err.code(), "INVALID_TOOL_ARGUMENTS");
+    let problem = Typed(Bash)
+        .check_arguments(&json!({"description": "x"}))
+        .unwrap_err();
+    assert_eq!(problem, "missing field `command`");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dsh_agent::Agent;
 use dsh_protocol::{CallId, SessionId};
 use dsh_session::{SessionOptions, SessionStore};
-use dsh_tools::{AgentHandle, Extensions, ToolCall};
+use dsh_tools::{Extensions, ToolInvocation};
 use dsh_tools_builtin::{SandboxMode, ToolEnvs};
 use serde_json::json;
 
@@ -14,15 +14,14 @@ use super::harness::{running_agent, text, Harness};
 use super::support::Fixture;
 
 /// A `read` of `note.txt` as the agent loop plans it, minus the extensions.
-fn read_note(agent: &Arc<dyn Agent>, id: &str) -> ToolCall {
-    let handle: AgentHandle = Arc::new(agent.clone());
-    ToolCall::new(
+fn read_note(agent: &Arc<dyn Agent>, id: &str) -> ToolInvocation {
+    ToolInvocation::new(
         CallId::from(id),
         "read",
         json!({"file_path": "note.txt"}).to_string(),
     )
     .scope(agent.scope_key().clone())
-    .agent(handle)
+    .caller(agent.clone())
 }
 
 fn second_agent(h: &Harness) -> Arc<dyn Agent> {
@@ -80,14 +79,13 @@ async fn a_replaced_env_takes_effect_and_a_disposed_one_is_gone() {
     let h = Harness::new(json!({"policy": "never"}));
     let envs = h.root.require::<ToolEnvs>().unwrap();
     let write = |id: &str| {
-        let handle: AgentHandle = Arc::new(h.agent.clone());
-        ToolCall::new(
+        ToolInvocation::new(
             CallId::from(id),
             "write",
             json!({"file_path": "out.txt", "content": "x"}).to_string(),
         )
         .scope(h.agent.scope_key().clone())
-        .agent(handle)
+        .caller(h.agent.clone())
     };
     envs.set(h.agent.ctx(), h.fx.env.clone()).unwrap().forget();
     let read_only = h.fx.env.with_sandbox_mode(SandboxMode::ReadOnly);

@@ -1,8 +1,8 @@
 //! read / write / edit: success paths, the read-before-edit guard, and every refusal.
 
+use dsh_tools::TypedTool;
 use dsh_tools_builtin::{
-    BuiltinTool, Edit, EditArgs, Limits, Read, ReadArgs, SandboxMode, ToolError, ToolOutput, Write,
-    WriteArgs,
+    Edit, EditArgs, Limits, Read, ReadArgs, SandboxMode, ToolError, ToolOutput, Write, WriteArgs,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -421,17 +421,15 @@ async fn read_only_mode_refuses_every_write_but_reads() {
 
 #[tokio::test]
 async fn schemas_and_concurrency_flags() {
-    assert!(Read.is_concurrency_safe());
-    assert!(!Write.is_concurrency_safe());
-    assert!(!Edit.is_concurrency_safe());
-    assert_eq!(Read.schema().name, "read");
+    assert!(Read.is_concurrency_safe(&json!({})));
+    assert!(!Write.is_concurrency_safe(&json!({})));
+    assert!(!Edit.is_concurrency_safe(&json!({})));
+    assert_eq!(Read.name(), "read");
     assert_eq!(
         Edit.parameters()["required"],
         json!(["file_path", "old_string", "new_string"])
     );
-    let args = Read
-        .parse_args(json!({"file_path": "a", "offset": 2.0}))
-        .unwrap();
+    let args: ReadArgs = serde_json::from_value(json!({"file_path": "a", "offset": 2.0})).unwrap();
     assert_eq!(
         args,
         ReadArgs {

@@ -1,5 +1,5 @@
 //! A real kernel with the session store, the tool runtime, the built-in tools and approval
-//! mounted, plus a minimal agent so `agent_of(exec)` finds the session.
+//! mounted, plus a minimal agent so `exec.caller()` finds the session.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,10 +11,10 @@ use dsh_protocol::{CallId, SessionId};
 use dsh_session::{Session, SessionOptions, SessionStore, SessionsPlugin};
 use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{
-    AgentHandle, Extensions, ToolCall, ToolResult, ToolRuntime, ToolsConfig, ToolsPlugin,
+    Extensions, InvocationResult, ToolInvocation, ToolRuntime, ToolsConfig, ToolsPlugin,
 };
 use dsh_tools_builtin::{
-    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalRequest, Approvals,
+    ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalQuestion, Approvals,
     BuiltinToolsPlugin,
 };
 use futures_util::future::BoxFuture;
@@ -36,7 +36,7 @@ pub fn running_agent(root: &Context, session: Session) -> Arc<dyn Agent> {
 /// noting when its future is dropped.
 #[derive(Default)]
 pub struct ScriptedAnswerer {
-    pub requests: Mutex<Vec<ApprovalRequest>>,
+    pub requests: Mutex<Vec<ApprovalQuestion>>,
     script: Mutex<VecDeque<ApprovalDecision>>,
     silent: bool,
     pub dropped_unanswered: AtomicBool,
@@ -57,7 +57,7 @@ impl ScriptedAnswerer {
         })
     }
 
-    pub fn asked(&self) -> Vec<ApprovalRequest> {
+    pub fn asked(&self) -> Vec<ApprovalQuestion> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -71,7 +71,7 @@ impl Drop for DropFlag<'_> {
 }
 
 impl ApprovalAnswerer for ScriptedAnswerer {
-    fn answer(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+    fn answer(&self, request: ApprovalQuestion) -> BoxFuture<'_, ApprovalDecision> {
         self.requests.lock().unwrap().push(request);
         let next = self.script.lock().unwrap().pop_front();
         Box::pin(async move {
@@ -141,24 +141,28 @@ impl Harness {
     }
 
     /// A call as the agent loop plans it: scoped to the agent, carrying it and the ToolEnv.
-    pub fn call(&self, name: &str, args: Value) -> ToolCall {
+    pub fn call(&self, name: &str, args: Value) -> ToolInvocation {
         let id = {
             let mut n = self.next_call.lock().unwrap();
             *n += 1;
             format!("call-{n}")
         };
-        let handle: AgentHandle = Arc::new(self.agent.clone());
-        ToolCall::new(CallId::from(id), name, args.to_string())
+        ToolInvocation::new(CallId::from(id), name, args.to_string())
             .scope(self.agent.scope_key().clone())
-            .agent(handle)
+            .caller(self.agent.clone())
             .extensions(Extensions::new().with(self.fx.env.clone()))
     }
 
-    pub async fn run(&self, name: &str, args: Value) -> ToolResult {
+    pub async fn run(&self, name: &str, args: Value) -> InvocationResult {
         self.tools.execute(self.call(name, args)).await
     }
 
-    pub async fn run_with(&self, name: &str, args: Value, signal: CancellationToken) -> ToolResult {
+    pub async fn run_with(
+        &self,
+        name: &str,
+        args: Value,
+        signal: CancellationToken,
+    ) -> InvocationResult {
         self.tools
             .execute(self.call(name, args).signal(signal))
             .await
@@ -180,7 +184,7 @@ impl Harness {
 }
 
 /// The text the model sees for a result.
-pub fn text(result: &ToolResult) -> String {
+pub fn text(result: &InvocationResult) -> String {
     result
         .content
         .iter()

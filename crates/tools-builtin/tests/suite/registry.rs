@@ -2,10 +2,13 @@
 
 use dsh_kernel::Context;
 use dsh_protocol::CallId;
-use dsh_tools::{ErrorInfo, ExecutionMode, ToolCall, ToolRuntime, ToolsConfig, ToolsPlugin};
+use dsh_protocol::ToolSchema;
+use dsh_tools::{
+    ErrorInfo, ExecutionMode, ToolInvocation, ToolRuntime, ToolsConfig, ToolsPlugin, TypedTool,
+};
 use dsh_tools_builtin::{
-    Bash, BuiltinTool, BuiltinToolsConfig, BuiltinToolsPlugin, Edit, Glob, Grep, Read, TodoWrite,
-    ToolEnvs, WebFetch, Write,
+    Bash, BuiltinToolsConfig, BuiltinToolsPlugin, Edit, Glob, Grep, Read, TodoWrite, ToolEnvs,
+    WebFetch, Write,
 };
 use serde_json::json;
 
@@ -13,6 +16,15 @@ use super::harness::{text, Harness};
 
 fn bash(command: &str) -> serde_json::Value {
     json!({"command": command, "description": "test"})
+}
+
+/// What the model is shown of `tool`, from the tool itself.
+fn schema(tool: &impl TypedTool) -> ToolSchema {
+    ToolSchema {
+        name: tool.name().to_owned(),
+        description: tool.description(),
+        parameters: tool.parameters(),
+    }
 }
 
 fn never() -> serde_json::Value {
@@ -37,13 +49,13 @@ async fn plugin_registers_the_default_tools_with_their_own_schemas() {
     );
     let schemas = h.tools.schemas(scope);
     let expected = [
-        Bash.schema(),
-        Read.schema(),
-        Write.schema(),
-        Edit.schema(),
-        Glob.schema(),
-        Grep.schema(),
-        TodoWrite.schema(),
+        schema(&Bash),
+        schema(&Read),
+        schema(&Write),
+        schema(&Edit),
+        schema(&Glob),
+        schema(&Grep),
+        schema(&TodoWrite),
     ];
     assert_eq!(schemas, expected);
 }
@@ -68,8 +80,47 @@ async fn web_fetch_and_flags_follow_the_config() {
     );
     assert_eq!(
         h.tools.get(None, "web_fetch").unwrap().parameters(),
-        WebFetch.parameters()
+        WebFetch::default().parameters()
     );
+}
+
+/// The schemas the model sees, byte for byte: the provider's prompt cache keys on them, so
+/// any change (even key order) must be deliberate. Regenerate the file only on purpose.
+#[tokio::test]
+async fn registered_schemas_are_byte_identical_to_the_pinned_ones() {
+    let h = Harness::with(json!({"web_fetch": {"enabled": true}}), never());
+    let mut shown = serde_json::to_string_pretty(&h.tools.schemas(None)).unwrap();
+    shown.push('\n');
+    assert_eq!(shown, include_str!("builtin_schemas.json"));
+}
+
+/// Each tool's pipeline timeout and concurrency, as the registry sees them.
+#[tokio::test]
+async fn timeouts_and_concurrency_are_per_tool() {
+    let h = Harness::with(json!({"web_fetch": {"enabled": true}}), never());
+    let flags: Vec<(String, Option<u64>, bool)> = h
+        .tools
+        .names(None)
+        .into_iter()
+        .map(|name| {
+            let tool = h.tools.get(None, &name).unwrap();
+            let timeout = tool.timeout().map(|t| t.as_secs());
+            let parallel = tool.is_concurrency_safe(&json!({}));
+            (name, timeout, parallel)
+        })
+        .collect();
+    let expected = [
+        ("bash", None, false),
+        ("read", Some(120), true),
+        ("write", Some(120), false),
+        ("edit", Some(120), false),
+        ("glob", Some(120), true),
+        ("grep", Some(120), true),
+        ("todo_write", Some(30), false),
+        ("web_fetch", Some(120), true),
+    ]
+    .map(|(name, timeout, parallel)| (name.to_string(), timeout, parallel));
+    assert_eq!(flags, expected);
 }
 
 #[tokio::test]
@@ -178,7 +229,7 @@ async fn bad_arguments_are_refused_before_the_body_runs() {
 #[tokio::test]
 async fn a_call_without_a_tool_env_fails_clearly() {
     let h = Harness::new(never());
-    let call = ToolCall::new(
+    let call = ToolInvocation::new(
         CallId::from("c"),
         "glob",
         json!({"pattern": "*"}).to_string(),

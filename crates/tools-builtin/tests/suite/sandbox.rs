@@ -2,7 +2,7 @@
 //! policy in the in-process file tools. The test workspace lives under /tmp on purpose.
 
 use dsh_tools_builtin::sandbox::{Enforcement, SandboxProbe};
-use dsh_tools_builtin::{Bash, BashArgs, BuiltinTool, SandboxMode, ToolOutput};
+use dsh_tools_builtin::{Bash, BashArgs, SandboxMode, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 use super::support::Fixture;

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
+use dsh_tools::TypedTool;
 use dsh_tools_builtin::scrub::env_pair;
-use dsh_tools_builtin::{BuiltinTool, Glob, GlobArgs, Grep, GrepArgs, Limits, ToolOutput};
+use dsh_tools_builtin::{Glob, GlobArgs, Grep, GrepArgs, Limits, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -251,6 +252,6 @@ async fn grep_searches_a_single_named_file() {
 
 #[tokio::test]
 async fn search_tools_are_concurrency_safe() {
-    assert!(Glob.is_concurrency_safe());
-    assert!(Grep.is_concurrency_safe());
+    assert!(Glob.is_concurrency_safe(&json!({})));
+    assert!(Grep.is_concurrency_safe(&json!({})));
 }

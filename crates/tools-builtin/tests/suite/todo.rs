@@ -1,10 +1,15 @@
 //! todo_write: summary text like the original, the whole list in metadata, validation.
 
-use dsh_tools_builtin::{BuiltinTool, TodoWrite};
+use dsh_tools::{Tool, Typed, TypedTool};
+use dsh_tools_builtin::{TodoWrite, TodoWriteArgs};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::support::Fixture;
+
+fn list(value: serde_json::Value) -> TodoWriteArgs {
+    serde_json::from_value(value).unwrap()
+}
 
 #[tokio::test]
 async fn returns_the_summary_and_the_whole_list() {
@@ -15,7 +20,11 @@ async fn returns_the_summary_and_the_whole_list() {
         {"content": "Summarise the project", "status": "pending"}
     ]);
     let out = TodoWrite
-        .run_json(json!({"todos": todos}), &fx.env, CancellationToken::new())
+        .run(
+            list(json!({"todos": todos})),
+            &fx.env,
+            CancellationToken::new(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -23,24 +32,19 @@ async fn returns_the_summary_and_the_whole_list() {
         "Updated todo list: 2 pending, 1 in progress, 0 completed."
     );
     assert_eq!(out.metadata, json!({"todos": todos}));
-    assert!(!TodoWrite.is_concurrency_safe());
+    assert!(!TodoWrite.is_concurrency_safe(&json!({})));
 }
 
 #[tokio::test]
 async fn rejects_bad_statuses_and_empty_tasks() {
     let fx = Fixture::new();
-    let err = TodoWrite
-        .run_json(
-            json!({"todos": [{"content": "x", "status": "done"}]}),
-            &fx.env,
-            CancellationToken::new(),
-        )
-        .await
+    let problem = Typed(TodoWrite)
+        .check_arguments(&json!({"todos": [{"content": "x", "status": "done"}]}))
         .unwrap_err();
-    assert_eq!(err.code(), "INVALID_TOOL_ARGUMENTS");
+    assert!(problem.contains("unknown variant `done`"), "{problem}");
     let err = TodoWrite
-        .run_json(
-            json!({"todos": [{"content": "  ", "status": "pending"}]}),
+        .run(
+            list(json!({"todos": [{"content": "  ", "status": "pending"}]})),
             &fx.env,
             CancellationToken::new(),
         )
@@ -48,7 +52,11 @@ async fn rejects_bad_statuses_and_empty_tasks() {
         .unwrap_err();
     assert!(err.to_string().contains("todos[0].content is empty"));
     let out = TodoWrite
-        .run_json(json!({"todos": []}), &fx.env, CancellationToken::new())
+        .run(
+            list(json!({"todos": []})),
+            &fx.env,
+            CancellationToken::new(),
+        )
         .await
         .unwrap();
     assert_eq!(

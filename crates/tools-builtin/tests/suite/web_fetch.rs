@@ -1,8 +1,7 @@
 //! web_fetch against a tiny HTTP server on 127.0.0.1 (loopback explicitly allowed).
 
-use dsh_tools_builtin::{
-    BuiltinTool, Limits, ToolError, ToolOutput, WebFetch, WebFetchArgs, WebFetchConfig,
-};
+use dsh_tools::TypedTool;
+use dsh_tools_builtin::{Limits, ToolError, ToolOutput, WebFetch, WebFetchArgs, WebFetchConfig};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -65,7 +64,7 @@ fn loopback_fixture() -> Fixture {
 }
 
 async fn fetch(fx: &Fixture, url: &str) -> Result<ToolOutput, ToolError> {
-    WebFetch
+    WebFetch::default()
         .run(
             WebFetchArgs { url: url.into() },
             &fx.env,
@@ -155,5 +154,5 @@ async fn disabled_by_default() {
     let fx = Fixture::new();
     let err = fetch(&fx, "https://example.org").await.unwrap_err();
     assert_eq!(err.code(), "WEB_FETCH_DISABLED");
-    assert!(WebFetch.is_concurrency_safe());
+    assert!(WebFetch::default().is_concurrency_safe(&json!({})));
 }

@@ -4,7 +4,11 @@ mod pipeline;
 mod policy;
 mod registry;
 
+use dsh_agent::Agent;
 use dsh_kernel::Context;
+use dsh_protocol::SessionId;
+use dsh_session::{Session, SessionHeader};
+use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{Tool, ToolExecution, ToolFailure, ToolRuntime};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -96,6 +100,13 @@ impl Tool for TestTool {
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         (self.body)(args, exec)
     }
+}
+
+/// A do-nothing agent over a fresh session `id`, scoped under `ctx`.
+pub fn agent(ctx: &Context, id: &str) -> Arc<dyn Agent> {
+    let header = SessionHeader::new(SessionId::from(id), 1);
+    let session = Session::builder(header).build().unwrap();
+    FakeAgent::create(ctx, session).unwrap()
 }
 
 /// A fresh kernel with a tool runtime provided as a service.

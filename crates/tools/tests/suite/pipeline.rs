@@ -4,8 +4,8 @@ use super::{setup, TestTool};
 use dsh_kernel::ScopeKey;
 use dsh_protocol::{CallId, ContentBlock, Message};
 use dsh_tools::{
-    codes, Extensions, Prepared, ToolCall, ToolExecution, ToolFailure, ToolResult, ToolResultEvent,
-    Typed, TypedTool,
+    codes, Extensions, InvocationResult, Prepared, ToolExecution, ToolFailure, ToolInvocation,
+    ToolResultEvent, Typed, TypedTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-fn call(name: &str, args: &str) -> ToolCall {
-    ToolCall::new(CallId::from("call-1"), name, args)
+fn call(name: &str, args: &str) -> ToolInvocation {
+    ToolInvocation::new(CallId::from("call-1"), name, args)
 }
 
 fn error_json(message: &str, name: &str, code: &str) -> Value {
@@ -111,7 +111,7 @@ struct CountArgs {
     times: u8,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct CountOutput {
     text: String,
 }
@@ -131,10 +131,10 @@ impl TypedTool for Repeat {
         json!({"type": "object", "properties": {"word": {"type": "string"}, "times": {"type": "integer"}},
                "required": ["word", "times"]})
     }
-    fn is_concurrency_safe(&self, args: &CountArgs) -> bool {
-        args.times < 3
+    fn is_concurrency_safe(&self, args: &Value) -> bool {
+        args["times"].as_u64().is_some_and(|times| times < 3)
     }
-    async fn run(
+    async fn execute(
         &self,
         args: CountArgs,
         _exec: &ToolExecution,
@@ -143,14 +143,16 @@ impl TypedTool for Repeat {
             text: args.word.repeat(args.times.into()),
         })
     }
-    fn render(&self, args: &CountArgs, output: &CountOutput) -> Vec<ContentBlock> {
+    fn render(&self, args: &Value, value: &Value) -> Vec<ContentBlock> {
         vec![ContentBlock::text(format!(
             "{} x{}: {}",
-            args.word, args.times, output.text
+            args["word"].as_str().unwrap_or_default(),
+            args["times"],
+            value["text"].as_str().unwrap_or_default()
         ))]
     }
-    fn presentation_meta(&self, args: &CountArgs, _output: &CountOutput) -> Option<Value> {
-        Some(json!({"times": args.times}))
+    fn presentation_meta(&self, args: &Value, _value: &Value) -> Option<Value> {
+        Some(json!({"times": args["times"]}))
     }
 }
 
@@ -436,7 +438,7 @@ async fn an_already_cancelled_caller_never_dispatches() {
         "final outcomes skip post-execute"
     );
     assert_eq!(
-        ToolResult::aborted_before_dispatch(CallId::from("call-1"), "patient"),
+        InvocationResult::aborted_before_dispatch(CallId::from("call-1"), "patient"),
         result
     );
 }
@@ -486,12 +488,12 @@ async fn failures_never_conclude_the_turn() {
 }
 
 #[tokio::test]
-async fn executions_carry_scope_agent_parent_and_extensions() {
+async fn executions_carry_scope_caller_parent_and_extensions() {
     #[derive(Debug, PartialEq)]
     struct Cwd(String);
-    struct AgentRef(&'static str);
 
     let (ctx, tools) = setup();
+    let agent = super::agent(&ctx, "agent-1");
     let seen = Arc::new(AtomicBool::new(false));
     let flag = seen.clone();
     tools
@@ -500,7 +502,8 @@ async fn executions_carry_scope_agent_parent_and_extensions() {
             TestTool::echo("inspect")
                 .body(move |_, exec| {
                     assert_eq!(exec.extensions().get::<Cwd>(), Some(&Cwd("/w".into())));
-                    assert_eq!(exec.agent_as::<AgentRef>().map(|a| a.0), Some("agent-1"));
+                    let caller = exec.caller().expect("the call carries its agent");
+                    assert_eq!(caller.id().as_str(), "agent-1");
                     assert_eq!(
                         exec.scope().map(|s| s.name().to_owned()),
                         Some("agent".into())
@@ -516,15 +519,15 @@ async fn executions_carry_scope_agent_parent_and_extensions() {
         .unwrap()
         .forget();
     let Prepared::Ready(outer) = tools
-        .prepare(ToolCall::new(CallId::from("outer"), "nope", "{}"))
+        .prepare(ToolInvocation::new(CallId::from("outer"), "nope", "{}"))
         .await
     else {
         // unknown tools still pass policy; they fail at dispatch
         panic!("unknown tools are dispatched")
     };
-    let call = ToolCall::new(CallId::from("inner"), "inspect", "")
+    let call = ToolInvocation::new(CallId::from("inner"), "inspect", "")
         .scope(ScopeKey::new("agent"))
-        .agent(Arc::new(AgentRef("agent-1")))
+        .caller(agent)
         .parent(outer.execution().clone())
         .extensions(Extensions::new().with(Cwd("/w".into())));
     let result = tools.execute(call).await;

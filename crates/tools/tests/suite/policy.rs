@@ -6,7 +6,7 @@ use dsh_kernel::ScopeKey;
 use dsh_protocol::{CallId, ContentBlock, Message};
 use dsh_tools::{
     codes, Approval, ApprovalOutcome, ApprovalRequest, ApprovalService, Execute, GuardDecision,
-    PostExecute, PostExecuteDecision, PreExecute, PreExecuteDecision, ToolCall, ToolFailure,
+    PostExecute, PostExecuteDecision, PreExecute, PreExecuteDecision, ToolFailure, ToolInvocation,
 };
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-fn call(name: &str) -> ToolCall {
-    ToolCall::new(CallId::from("c1"), name, "{}")
+fn call(name: &str) -> ToolInvocation {
+    ToolInvocation::new(CallId::from("c1"), name, "{}")
 }
 
 fn denied(message: &str) -> Value {

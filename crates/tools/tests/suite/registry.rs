@@ -4,7 +4,7 @@ use super::{setup, TestTool};
 use dsh_kernel::{Context, ScopeKey};
 use dsh_protocol::{CallId, ToolSchema};
 use dsh_tools::{
-    ExecutionMode, RegistryError, Restriction, ToolCall, ToolsChange, RESERVED_TOOL_NAME,
+    ExecutionMode, RegistryError, Restriction, ToolInvocation, ToolsChange, RESERVED_TOOL_NAME,
 };
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -360,7 +360,7 @@ fn execution_mode_is_parallel_only_for_an_explicit_true() {
         .unwrap()
         .forget();
     let mode = |name: &str, args: &str| {
-        tools.execution_mode(&ToolCall::new(CallId::from("c"), name, args))
+        tools.execution_mode(&ToolInvocation::new(CallId::from("c"), name, args))
     };
     assert_eq!(mode("read", r#"{"ro": true}"#), ExecutionMode::Parallel);
     assert_eq!(mode("read", r#"{"ro": false}"#), ExecutionMode::Exclusive);
@@ -381,7 +381,7 @@ fn execution_mode_is_parallel_only_for_an_explicit_true() {
         )
         .unwrap()
         .forget();
-    let hidden = ToolCall::new(CallId::from("c"), "read", r#"{"ro": true}"#)
+    let hidden = ToolInvocation::new(CallId::from("c"), "read", r#"{"ro": true}"#)
         .scope(scope.scope().unwrap().clone());
     assert_eq!(tools.execution_mode(&hidden), ExecutionMode::Exclusive);
 }

@@ -8,7 +8,7 @@
 use super::state::Input;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
-use dsh_tools_builtin::approval::{ApprovalAnswerer, ApprovalDecision, ApprovalRequest};
+use dsh_tools_builtin::approval::{ApprovalAnswerer, ApprovalDecision, ApprovalQuestion};
 use dsh_tools_builtin::PermissionPreset;
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
@@ -204,7 +204,7 @@ impl TuiAnswerer {
 }
 
 impl ApprovalAnswerer for TuiAnswerer {
-    fn answer(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+    fn answer(&self, request: ApprovalQuestion) -> BoxFuture<'_, ApprovalDecision> {
         Box::pin(async move {
             let (ticket, reply) = self.answers.open();
             let closed = ApprovalDecision::Deny {

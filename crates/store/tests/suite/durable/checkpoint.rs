@@ -11,7 +11,7 @@ use dsh_session::{EventData, Session, SessionFlush, StepBoundary};
 use dsh_store::{CheckpointError, CheckpointPoint, Compression, StorageProblem};
 use dsh_testkit::fake_agent::FakeAgent;
 use dsh_tools::{
-    codes, AgentHandle, Prepared, Tool, ToolCall, ToolExecution, ToolFailure, ToolResult,
+    codes, InvocationResult, Prepared, Tool, ToolExecution, ToolFailure, ToolInvocation,
     ToolRuntime, ToolsConfig, ToolsPlugin,
 };
 use futures_util::future::BoxFuture;
@@ -276,9 +276,8 @@ fn tool_harness(dir: &std::path::Path) -> ToolHarness {
     }
 }
 
-fn call(id: &str, agent: &Arc<dyn dsh_agent::Agent>) -> ToolCall {
-    let handle: AgentHandle = Arc::new(agent.clone());
-    ToolCall::new(CallId::from(id), "probe", "{}").agent(handle)
+fn call(id: &str, agent: &Arc<dyn dsh_agent::Agent>) -> ToolInvocation {
+    ToolInvocation::new(CallId::from(id), "probe", "{}").caller(agent.clone())
 }
 
 #[tokio::test]
@@ -295,7 +294,7 @@ async fn a_top_level_tool_body_runs_only_after_its_call_is_durable() {
         EventData::StepEnd(StepBoundary { turn: 1, step: 1 }),
     );
     t.tools
-        .execute(ToolCall::new(CallId::from("c2"), "probe", "{}"))
+        .execute(ToolInvocation::new(CallId::from("c2"), "probe", "{}"))
         .await;
     let Prepared::Ready(parent) = t.tools.prepare(call("c3", &t.agent)).await else {
         panic!("the parent call is ready");
@@ -330,7 +329,7 @@ async fn a_call_cancelled_during_its_checkpoint_is_never_dispatched() {
         .await;
     assert_eq!(
         result,
-        ToolResult::aborted_before_dispatch(CallId::from("c1"), "probe")
+        InvocationResult::aborted_before_dispatch(CallId::from("c1"), "probe")
     );
     assert_eq!(
         result.error_info().map(|i| i.code.clone()),

@@ -16,7 +16,7 @@ use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
 use dsh_tools_builtin::approval::ApprovalDecided;
-use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalRequest};
+use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalQuestion};
 use dsh_tools_builtin::PermissionPreset;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -46,7 +46,7 @@ pub enum Input {
     /// A tool call waits for a person's answer; `ticket` routes the answer back.
     ApprovalAsked {
         ticket: u64,
-        request: ApprovalRequest,
+        request: ApprovalQuestion,
     },
     /// The asker stopped waiting (its turn was cancelled).
     ApprovalWithdrawn {
