@@ -2,9 +2,9 @@
 //! the scoped context, the registry (to create agents it owns), and an owned handle that
 //! outlives the call (to wake the agent later).
 
-use dsh_testkit::expect::*;
 use dsh_agent::{Agent, AgentError, AgentHandle, CreateAgentOptions};
 use dsh_protocol::SessionId;
+use dsh_testkit::expect::*;
 use dsh_testkit::harness::{agent_options, msg, Harness};
 use dsh_testkit::scripted::{text_response, tool_call_response};
 use dsh_tools::{Tool, ToolExecution, ToolFailure};

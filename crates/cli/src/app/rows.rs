@@ -6,10 +6,10 @@ use super::error::AppError;
 use crate::config::{self, ApiKeyStatus, Provider, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE};
 use dsh_kernel::{Composition, PluginTable};
 use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
+use dsh_session::{EventDeclaration, SessionError};
 use dsh_tools_builtin::{
     ApprovalSettings, BuiltinToolsConfig, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,
 };
-use dsh_session::{EventDeclaration, SessionError};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
