@@ -3,7 +3,7 @@
 use dsh_agent::{AbortSignal, AgentCancelCause, AgentEvents, AgentStatus, AgentStatusChanged};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 /// What the driver is doing. Status is `running` iff the phase is `Running`.
 #[derive(Debug)]
@@ -68,9 +68,7 @@ pub(crate) struct DriverState {
     pub(crate) activity: u64,
 }
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use dsh_kernel::sync::lock;
 
 /// Reports status transitions in the order they happened, outside the state lock.
 ///

@@ -4,8 +4,8 @@ use dsh_kernel::KernelError;
 use dsh_protocol::{MessageId, SessionId};
 use dsh_session::SessionError;
 
-/// A boxed error from a listener, a factory or another crate.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// A boxed error from a listener, a factory or another crate (the kernel's one alias).
+pub use dsh_kernel::BoxError;
 
 /// Everything the agent contract can refuse.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@ use dsh_session::{AppendOptions, EventData, InboxSplice, InboxTarget, Session, S
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -115,9 +115,7 @@ fn thread_token() -> usize {
     THREAD_MARK.with(|mark| mark as *const u8 as usize)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use dsh_kernel::sync::lock;
 
 /// Serializes mutations; released before notifications so listeners may mutate again.
 struct Gate<'a> {

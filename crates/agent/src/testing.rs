@@ -1,4 +1,9 @@
 //! A minimal in-crate agent for unit tests of the inbox, events and registry.
+//!
+//! This is the one copy of a fake agent that stays outside `dsh_testkit::fake_agent`, and on
+//! purpose: dsh-testkit depends on dsh-agent, so a unit test inside dsh-agent that used the
+//! testkit's fake would see a second build of this crate, whose `Agent` trait is a different
+//! type from the one under test. Integration tests of every crate use the testkit's.
 
 use crate::{
     AbortSignal, Agent, AgentCancelCause, AgentError, AgentEvents, AgentOptions, AgentStatus,

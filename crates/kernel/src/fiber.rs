@@ -7,7 +7,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{panic_message, KernelError};
 
@@ -57,11 +57,9 @@ pub struct Fiber {
     inner: Arc<FiberInner>,
 }
 
-/// Locks ignoring poison: kernel state is kept consistent before any user code runs, so a
-/// panic elsewhere never leaves it half-updated.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+// Kernel state is kept consistent before any user code runs, so a panic elsewhere never
+// leaves it half-updated: poison is ignored (see `crate::sync`).
+pub(crate) use crate::sync::lock;
 
 impl Fiber {
     pub(crate) fn new_root(name: &str) -> Fiber {

@@ -45,6 +45,7 @@ mod fiber;
 mod layers;
 mod plugin;
 mod scope;
+pub mod sync;
 
 pub use composition::{mount, Composition, PatchOp, PluginTable, Row};
 pub use context::Context;

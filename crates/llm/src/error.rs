@@ -4,8 +4,8 @@ use dsh_protocol::{codes, LlmFailure};
 use std::error::Error as StdError;
 use std::fmt;
 
-/// A boxed error that can cross tasks.
-pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+/// A boxed error that can cross tasks (the kernel's one alias).
+pub use dsh_kernel::BoxError;
 
 /// A failed model-layer operation, carrying the [`LlmFailure`] facts that get logged.
 ///

@@ -18,7 +18,7 @@ use dsh_protocol::{EpochHeader, Message, SessionId};
 use std::any::TypeId;
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// Source of event times, in epoch milliseconds.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -152,11 +152,7 @@ impl Drop for PublishingGuard {
     }
 }
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking observer must not make the log unusable; the state is only mutated
-    // after validation, in one uninterruptible step.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use dsh_kernel::sync::lock;
 
 impl Session {
     /// An empty log.

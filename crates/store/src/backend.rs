@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use dsh_protocol::SessionId;
 use dsh_session::{
@@ -56,11 +56,7 @@ pub struct JsonlBackend {
     index: SessionIndex,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Slot state is only replaced wholesale after a successful step; a panic elsewhere
-    // leaves nothing half-updated.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use dsh_kernel::sync::lock;
 
 fn typed_events(log: &StoredLog) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
     log.events

@@ -15,7 +15,7 @@
 //! runs at a time, in seq order.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use dsh_protocol::SessionId;
@@ -83,9 +83,7 @@ impl std::fmt::Debug for WriteCoordinator {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use dsh_kernel::sync::lock;
 
 impl WriteCoordinator {
     /// A coordinator whose batching windows run on the tokio runtime it is created or first

@@ -271,13 +271,7 @@ impl fmt::Debug for ToolExecution {
     }
 }
 
-/// Locks a mutex, recovering the data if a holder panicked (our critical sections only push
-/// or take, so the data is never left half-updated).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+pub(crate) use dsh_kernel::sync::lock;
 
 #[cfg(test)]
 mod tests {

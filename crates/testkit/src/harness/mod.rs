@@ -51,7 +51,7 @@ use dsh_protocol::{Message, MessageId, SessionId};
 use dsh_session::{Session, SessionStore, SessionsPlugin};
 use dsh_tools::{Tool, ToolRuntime, ToolsConfig, ToolsPlugin};
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The provider route the scripted adapter serves.
@@ -265,9 +265,7 @@ impl std::fmt::Debug for Harness {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use dsh_kernel::sync::lock;
 
 impl Harness {
     pub fn builder() -> HarnessBuilder {

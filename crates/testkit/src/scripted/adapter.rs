@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -272,9 +272,7 @@ impl ScriptedAdapter {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use dsh_kernel::sync::lock;
 
 fn truncate(mut chunks: Vec<StreamChunk>, n: usize) -> Vec<StreamChunk> {
     chunks.truncate(n);

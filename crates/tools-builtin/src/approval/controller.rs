@@ -2,7 +2,7 @@
 //! `dsh_tools` approval service that puts questions to an [`ApprovalAnswerer`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_protocol::SessionId;
@@ -57,12 +57,7 @@ impl std::fmt::Debug for Approvals {
     }
 }
 
-/// Locks, recovering from a poisoned lock: every critical section here leaves the data whole.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use dsh_kernel::sync::lock;
 
 impl Approvals {
     pub fn new(settings: ApprovalSettings) -> Self {
