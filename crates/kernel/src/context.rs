@@ -2,6 +2,7 @@
 
 use std::any::{type_name, Any, TypeId};
 use std::future::Future;
+use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
@@ -226,6 +227,9 @@ impl Context {
 
     // ----- listeners -----
 
+    /// Every public registration method is `#[track_caller]` down to here, so the site the
+    /// kernel records is the plugin's call, not a line of this file.
+    #[track_caller]
     fn listen<F: ?Sized + Send + Sync + 'static>(
         &self,
         key: TypeId,
@@ -246,6 +250,7 @@ impl Context {
             event: label,
             mode,
             owner: self.fiber.path().into(),
+            registered_at: Location::caller(),
             prepend: opts.prepend,
         };
         self.rt.events.insert::<F>(key, listener, placement);
@@ -258,6 +263,7 @@ impl Context {
     }
 
     /// Observes notification `E` (dispatched with [`Context::emit`]).
+    #[track_caller]
     pub fn on<E: Notification>(
         &self,
         f: impl Fn(&E::Payload) -> Result<(), BoxError> + Send + Sync + 'static,
@@ -266,6 +272,7 @@ impl Context {
     }
 
     /// [`Context::on`] with options.
+    #[track_caller]
     pub fn on_with<E: Notification>(
         &self,
         opts: ListenOptions,
@@ -282,6 +289,7 @@ impl Context {
     }
 
     /// Observes the next `E` this context would hear, then unregisters itself.
+    #[track_caller]
     pub fn once<E: Notification>(
         &self,
         f: impl FnOnce(&E::Payload) -> Result<(), BoxError> + Send + 'static,
@@ -304,6 +312,7 @@ impl Context {
     }
 
     /// Joins serial chain `E`; returning `Some` stops the chain with that value.
+    #[track_caller]
     pub fn on_serial<E: Serial, F, Fut>(&self, f: F) -> Result<Disposer, KernelError>
     where
         F: Fn(Arc<E::Args>) -> Fut + Send + Sync + 'static,
@@ -313,6 +322,7 @@ impl Context {
     }
 
     /// [`Context::on_serial`] with options.
+    #[track_caller]
     pub fn on_serial_with<E: Serial, F, Fut>(
         &self,
         opts: ListenOptions,
@@ -333,6 +343,7 @@ impl Context {
     }
 
     /// Joins parallel event `E`.
+    #[track_caller]
     pub fn on_parallel<E: Parallel, F, Fut>(&self, f: F) -> Result<Disposer, KernelError>
     where
         F: Fn(Arc<E::Args>) -> Fut + Send + Sync + 'static,
@@ -342,6 +353,7 @@ impl Context {
     }
 
     /// [`Context::on_parallel`] with options.
+    #[track_caller]
     pub fn on_parallel_with<E: Parallel, F, Fut>(
         &self,
         opts: ListenOptions,
@@ -363,6 +375,7 @@ impl Context {
 
     /// Joins waterfall `E` as middleware: call `next.run().await` to continue inward, or
     /// return without it to veto.
+    #[track_caller]
     pub fn on_waterfall<E: Waterfall, F, Fut>(&self, f: F) -> Result<Disposer, KernelError>
     where
         F: Fn(Arc<E::Args>, Next<E>) -> Fut + Send + Sync + 'static,
@@ -372,6 +385,7 @@ impl Context {
     }
 
     /// [`Context::on_waterfall`] with options.
+    #[track_caller]
     pub fn on_waterfall_with<E: Waterfall, F, Fut>(
         &self,
         opts: ListenOptions,

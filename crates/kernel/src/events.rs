@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 
@@ -152,6 +153,9 @@ pub struct ListenerInfo {
     pub scoped: bool,
     /// Registered with [`ListenOptions::global`].
     pub global: bool,
+    /// The source line that registered it (the caller of `on`, `on_waterfall`, ...), so a
+    /// live listener can be matched to its code.
+    pub registered_at: &'static Location<'static>,
 }
 
 /// What the registry keeps about each listener of a slot, beside the typed list.
@@ -161,6 +165,7 @@ struct ListenerMeta {
     owner: Arc<str>,
     scoped: bool,
     global: bool,
+    registered_at: &'static Location<'static>,
 }
 
 impl<F: ?Sized> Listener<F> {
@@ -216,6 +221,7 @@ pub(crate) struct Placement {
     pub(crate) event: &'static str,
     pub(crate) mode: DispatchMode,
     pub(crate) owner: Arc<str>,
+    pub(crate) registered_at: &'static Location<'static>,
     pub(crate) prepend: bool,
 }
 
@@ -258,6 +264,7 @@ impl Registry {
             owner: placement.owner,
             scoped: listener.scope.is_some(),
             global: listener.global,
+            registered_at: placement.registered_at,
         };
         let mut next = Vec::with_capacity(old.len() + 1);
         let mut next_meta = Vec::with_capacity(old.len() + 1);
@@ -319,6 +326,7 @@ impl Registry {
                     owner: m.owner.clone(),
                     scoped: m.scoped,
                     global: m.global,
+                    registered_at: m.registered_at,
                 })
             })
             .collect();

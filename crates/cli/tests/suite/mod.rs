@@ -1,5 +1,6 @@
 mod binary;
 mod crash;
+mod extension_points;
 mod run;
 mod run_support;
 mod sessions;

@@ -576,8 +576,10 @@ fn listeners_report_event_mode_owner_and_scope_and_vanish_with_their_fiber() {
     use dsh_kernel::DispatchMode;
     let root = Context::root();
     let store = root.child("store").unwrap();
+    let ping_line = line!() + 1;
     store.on::<Ping>(|_| Ok(())).unwrap().forget();
     let agent = store.create_scope(ScopeKey::new("agent-1"), None).unwrap();
+    let wrap_line = line!() + 2;
     agent
         .on_waterfall::<Wrap, _, _>(|args, next| async move {
             let _ = args;
@@ -607,8 +609,30 @@ fn listeners_report_event_mode_owner_and_scope_and_vanish_with_their_fiber() {
             ),
         ]
     );
+    // The recorded site is the plugin's call (through `once` too), never a kernel line.
+    let once_line = line!() + 1;
+    store.once::<Ping>(|_| Ok(())).unwrap().forget();
+    let sites: Vec<(String, u32)> = root
+        .listeners()
+        .into_iter()
+        .map(|l| {
+            (
+                l.registered_at.file().replace('\\', "/"),
+                l.registered_at.line(),
+            )
+        })
+        .collect();
+    let here = file!().replace('\\', "/");
+    assert_eq!(
+        sites,
+        [
+            (here.clone(), ping_line),
+            (here.clone(), once_line),
+            (here, wrap_line)
+        ]
+    );
     agent.fiber().dispose();
-    assert_eq!(root.listeners().len(), 1);
+    assert_eq!(root.listeners().len(), 2);
     store.fiber().dispose();
     assert!(root.listeners().is_empty());
 }
