@@ -13,7 +13,7 @@ use crate::error::StoreError;
 use crate::file::{LogFormat, LogWriter};
 use crate::header::LogHeader;
 use crate::index::{LogStamp, SessionIndex, SessionSummary};
-use crate::paths::{session_dir_name, Compression, StoreLayout};
+use crate::paths::{existing_log, session_dir_name, Compression, StoreLayout};
 use crate::persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 use crate::reader::{read_log, StoredLog};
 use crate::typed_log::{read_typed, TypedLog};
@@ -23,6 +23,7 @@ use crate::typed_log::{read_typed, TypedLog};
 pub struct JsonlConfig {
     /// The sessions root (`$DSH_HOME/sessions`).
     pub root: PathBuf,
+    /// The encoding of new logs.
     pub compression: Compression,
     /// Store runs of deltas as packed rows.
     pub pack_chunks: bool,
@@ -47,13 +48,19 @@ struct Slot {
     header: Option<LogHeader>,
 }
 
-/// Session logs under one root, in one encoding.
+/// Session logs under one root. New logs are written in the configured encoding; existing
+/// logs are read, resumed and appended to in the one they were written in.
 #[derive(Debug)]
 pub struct JsonlBackend {
     layout: StoreLayout,
     pack_chunks: bool,
     slots: Mutex<HashMap<SessionId, Arc<Mutex<Slot>>>>,
     index: SessionIndex,
+}
+
+/// The encoding of a log [`JsonlBackend::locate`] found (its name is one of the two).
+fn encoding_of(path: &Path) -> Compression {
+    Compression::of_path(path).unwrap_or_default()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -116,6 +123,11 @@ impl JsonlBackend {
         &self.layout
     }
 
+    /// Why the listing index is unusable, if it is ([`SessionIndex::problem`]).
+    pub fn index_problem(&self) -> Option<String> {
+        self.index.problem()
+    }
+
     fn format(&self) -> LogFormat {
         LogFormat {
             compression: self.layout.compression(),
@@ -127,15 +139,11 @@ impl JsonlBackend {
         Arc::clone(lock(&self.slots).entry(id.clone()).or_default())
     }
 
-    /// Finds the stored log of `id`: from the index's workspace if known, else by looking
-    /// for the session directory in every project directory.
+    /// Finds the stored log of `id`, in whichever encoding it was written: from the
+    /// index's workspace if known, else by looking for the session directory in every
+    /// project directory. [`Compression::of_path`] tells the encoding of the result.
     pub fn locate(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
         let dir_name = session_dir_name(id.as_str())?;
-        let file_name = self.layout.compression().file_name();
-        let other_name = match self.layout.compression() {
-            Compression::Zstd => Compression::None.file_name(),
-            Compression::None => Compression::Zstd.file_name(),
-        };
         let mut candidates = Vec::new();
         if let Some(cwd) = self.index.cwd_of(id.as_str()) {
             candidates.push(self.layout.project_dir(cwd.as_deref()).join(&dir_name));
@@ -144,16 +152,8 @@ impl JsonlBackend {
             candidates.extend(projects.flatten().map(|p| p.path().join(&dir_name)));
         }
         for dir in candidates {
-            let log = dir.join(file_name);
-            if log.is_file() {
+            if let Some(log) = existing_log(&dir)? {
                 return Ok(log);
-            }
-            let foreign = dir.join(other_name);
-            if foreign.is_file() {
-                return Err(StoreError::EncodingMismatch {
-                    path: foreign,
-                    expected: file_name,
-                });
             }
         }
         Err(StoreError::NotFound {
@@ -165,7 +165,7 @@ impl JsonlBackend {
     /// header's workspace leads to the directory the log was found in.
     fn read(&self, id: &SessionId) -> Result<StoredLog, StoreError> {
         let path = self.locate(id)?;
-        let log = read_log(&path, self.layout.compression(), Some(id.as_str()))?;
+        let log = read_log(&path, encoding_of(&path), Some(id.as_str()))?;
         self.check_placement(id, path, &log.header)?;
         Ok(log)
     }
@@ -175,7 +175,7 @@ impl JsonlBackend {
     /// a general read would report it.
     fn read_typed(&self, id: &SessionId) -> Result<(TypedLog, SessionHeader), StoreError> {
         let path = self.locate(id)?;
-        let (log, refused) = read_typed(&path, self.layout.compression(), Some(id.as_str()))?;
+        let (log, refused) = read_typed(&path, encoding_of(&path), Some(id.as_str()))?;
         self.check_placement(id, path, &log.header)?;
         let header = session_header(&log.path, &log.header)?;
         if let Some(source) = refused {
@@ -196,8 +196,8 @@ impl JsonlBackend {
     ) -> Result<(), StoreError> {
         let expected = self
             .layout
-            .session_file(header.cwd.as_deref(), id.as_str())?;
-        if expected != path {
+            .session_dir(header.cwd.as_deref(), id.as_str())?;
+        if path.parent() != Some(expected.as_path()) {
             return Err(StoreError::Corruption {
                 path,
                 at: crate::error::RecordLocation {
@@ -270,6 +270,11 @@ impl SessionPersistence for JsonlBackend {
         let mut slot = lock(&slot);
         if slot.writer.is_some() || path.exists() {
             return Err(StoreError::AlreadyExists { path });
+        }
+        // A log of this id in the other encoding is this session too.
+        let other = path.with_file_name(self.layout.compression().other().file_name());
+        if other.exists() {
+            return Err(StoreError::AlreadyExists { path: other });
         }
         slot.writer = Some(LogWriter::create_lazy(path, self.format(), stored.clone()));
         slot.header = Some(stored);
