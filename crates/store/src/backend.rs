@@ -10,7 +10,7 @@ use dsh_session::{
 };
 
 use crate::error::StoreError;
-use crate::file::{LogFormat, LogWriter};
+use crate::file::{LogFormat, LogLock, LogWriter};
 use crate::header::LogHeader;
 use crate::index::{LogStamp, SessionIndex, SessionSummary};
 use crate::paths::{existing_log, session_dir_name, Compression, StoreLayout};
@@ -214,6 +214,64 @@ impl JsonlBackend {
         Ok(())
     }
 
+    /// [`SessionPersistence::prepare`] under the writer lock `held`, which the caller took
+    /// before it looked at the log (`dsh sessions repair` does, so that nothing can write
+    /// between its backup and its repair). The lock must be the located log's.
+    pub fn prepare_locked(
+        &self,
+        id: &SessionId,
+        held: &LogLock,
+    ) -> Result<SessionPreparation, StoreError> {
+        self.prepare_with(id, Some(held))
+    }
+
+    fn prepare_with(
+        &self,
+        id: &SessionId,
+        held: Option<&LogLock>,
+    ) -> Result<SessionPreparation, StoreError> {
+        let slot = self.slot(id);
+        let mut slot = lock(&slot);
+        // Our own open writer holds the log's lock; the log is re-read from disk anyway.
+        slot.writer = None;
+        let (mut log, header) = self.read_typed(id)?;
+        if held.is_some_and(|held| held.path() != log.path) {
+            let err = std::io::Error::other("the writer lock held is another log's");
+            return Err(StoreError::io("prepare", log.path, err));
+        }
+        let closers = interrupted_turn_closers(&log.events);
+        let mut events = std::mem::take(&mut log.events);
+        let stored = events.len();
+        events.extend(closers.iter().cloned().map(Arc::new));
+        // Build first: a log the session model refuses is reported, never modified.
+        let session = SessionBuilder::new(header)
+            .seed(events, SeedSource::Persistence)
+            .build()
+            .map_err(|source| StoreError::Rejected {
+                path: log.path.clone(),
+                source,
+            })?;
+        // The writer may have to rewrite the stored tail of a cut frame: give the events back.
+        let session_events = session.events();
+        log.events = session_events[..stored].to_vec();
+        let writer = LogWriter::open_typed_with(&log, self.pack_chunks, held)?;
+        if log.torn_tail.is_some() {
+            self.index.invalidate(&log.path);
+        }
+        slot.header = Some(log.header.clone());
+        slot.writer = Some(writer);
+        self.append_events(
+            &mut slot,
+            id,
+            &session_events[stored..stored + closers.len()],
+        )?;
+        Ok(SessionPreparation {
+            session,
+            torn_tail: log.torn_tail,
+            closers,
+        })
+    }
+
     /// Opens the stored log for appending (cutting a torn tail) if the slot has no writer.
     fn ensure_writer<'a>(
         &self,
@@ -297,42 +355,7 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn prepare(&self, id: &SessionId) -> Result<SessionPreparation, StoreError> {
-        let slot = self.slot(id);
-        let mut slot = lock(&slot);
-        // Our own open writer holds the log's lock; the log is re-read from disk anyway.
-        slot.writer = None;
-        let (mut log, header) = self.read_typed(id)?;
-        let closers = interrupted_turn_closers(&log.events);
-        let mut events = std::mem::take(&mut log.events);
-        let stored = events.len();
-        events.extend(closers.iter().cloned().map(Arc::new));
-        // Build first: a log the session model refuses is reported, never modified.
-        let session = SessionBuilder::new(header)
-            .seed(events, SeedSource::Persistence)
-            .build()
-            .map_err(|source| StoreError::Rejected {
-                path: log.path.clone(),
-                source,
-            })?;
-        // The writer may have to rewrite the stored tail of a cut frame: give the events back.
-        let session_events = session.events();
-        log.events = session_events[..stored].to_vec();
-        let writer = LogWriter::open_typed(&log, self.pack_chunks)?;
-        if log.torn_tail.is_some() {
-            self.index.invalidate(&log.path);
-        }
-        slot.header = Some(log.header.clone());
-        slot.writer = Some(writer);
-        self.append_events(
-            &mut slot,
-            id,
-            &session_events[stored..stored + closers.len()],
-        )?;
-        Ok(SessionPreparation {
-            session,
-            torn_tail: log.torn_tail,
-            closers,
-        })
+        self.prepare_with(id, None)
     }
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, StoreError> {

@@ -13,7 +13,8 @@
 //! - [`paths`]: where a session's log lives;
 //! - [`LogHeader`]: line 1 of every log;
 //! - [`chunk_rows`]: packing and unpacking of delta runs;
-//! - [`LogWriter`]: lazy atomic creation and crash-safe appends;
+//! - [`LogWriter`]: lazy atomic creation and crash-safe appends; [`LogLock`]: its writer
+//!   lock, held without writing (an explicit repair);
 //! - [`read_log`] / [`read_header`]: lenient reading that drops a crash's torn tail and
 //!   reports real damage as [`StoreError::Corruption`];
 //! - [`read_typed_log`]: the same reading straight into typed events, the fast path that
@@ -60,7 +61,7 @@ pub use checkpoint::{
 };
 pub use coordinator::{WriteBehindConfig, WriteCoordinator};
 pub use error::{FrameLocation, RecordLocation, StoreError};
-pub use file::{LogFormat, LogWriter};
+pub use file::{LogFormat, LogLock, LogWriter};
 pub use fork::{fork_stored, ForkError};
 pub use header::{LogHeader, SESSION_FORMAT_VERSION};
 pub use index::{SessionIndex, SessionSummary, INDEX_FILE};

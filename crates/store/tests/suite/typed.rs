@@ -8,7 +8,7 @@ use std::sync::Arc;
 use dsh_protocol::SessionId;
 use dsh_session::{EventData, SessionEvent, TOOL_OUTCOME_UNKNOWN};
 use dsh_store::{
-    read_log, Compression, JsonlBackend, JsonlConfig, LogFormat, LogHeader, LogWriter,
+    read_log, Compression, JsonlBackend, JsonlConfig, LogFormat, LogHeader, LogLock, LogWriter,
     SessionPersistence, TornReason, WriteBehindConfig, WriteCoordinator,
 };
 use serde_json::{json, Value};
@@ -204,6 +204,37 @@ fn refused_logs_are_reported_and_left_alone() {
         backend.prepare(&id).unwrap_err().code(),
         "SESSION_FORMAT_UNSUPPORTED"
     );
+}
+
+#[test]
+fn a_held_writer_lock_refuses_every_other_writer_and_a_repair_works_under_it() {
+    let (_dir, backend, id, log) = fixture_backend("multi-turn", Compression::None);
+    // A crash in turn 2: the log stops mid-write of a line.
+    let original = fs::read_to_string(&log).unwrap();
+    let kept: Vec<&str> = original.lines().take(60).collect();
+    let crashed = kept.join("\n") + "\n{\"type\":\"assistant/chu";
+    fs::write(&log, &crashed).unwrap();
+
+    let held = LogLock::acquire(&log).unwrap();
+    assert_eq!(held.path(), log);
+    assert_eq!(LogLock::acquire(&log).unwrap_err().code(), "SESSION_LOCKED");
+    // A writer that did not take part in the lock (a resume) is refused, the log untouched.
+    assert_eq!(backend.prepare(&id).unwrap_err().code(), "SESSION_LOCKED");
+    assert_eq!(fs::read_to_string(&log).unwrap(), crashed);
+
+    let prepared = backend.prepare_locked(&id, &held).unwrap();
+    assert!(prepared.torn_tail.is_some());
+    assert!(!prepared.closers.is_empty());
+    backend.release(&id);
+    // The lock is still held (the writer shared it), until it is dropped.
+    assert_eq!(LogLock::acquire(&log).unwrap_err().code(), "SESSION_LOCKED");
+    drop(held);
+    let again = LogLock::acquire(&log).unwrap();
+    // Restoring in place keeps the same file (and so the lock).
+    again.rewrite(crashed.as_bytes()).unwrap();
+    assert_eq!(fs::read_to_string(&log).unwrap(), crashed);
+    again.truncate(10).unwrap();
+    assert_eq!(fs::metadata(&log).unwrap().len(), 10);
 }
 
 /// A backend over `root` that writes new logs in `compression`.
