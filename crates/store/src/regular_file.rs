@@ -46,6 +46,23 @@ impl ReadFileError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ReadFileError::NotFound { .. })
     }
+
+    /// Whether the path names a directory.
+    pub fn is_directory(&self) -> bool {
+        matches!(self, ReadFileError::NotRegular { kind, .. } if *kind == DIRECTORY)
+    }
+
+    /// What is wrong, without the path (for messages that name the file already).
+    pub fn reason(&self) -> String {
+        match self {
+            ReadFileError::NotFound { .. } => "it does not exist".to_owned(),
+            ReadFileError::NotRegular { kind, .. } => format!("it is a {kind}, not a regular file"),
+            ReadFileError::TooLarge { limit, .. } => {
+                format!("it is larger than the limit of {limit} bytes for this file")
+            }
+            ReadFileError::Io { source, .. } => source.to_string(),
+        }
+    }
 }
 
 /// The whole content of the regular file at `path` (symlinks followed), at most `limit`
@@ -108,9 +125,11 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
+const DIRECTORY: &str = "directory";
+
 fn kind_of(file_type: FileType) -> &'static str {
     if file_type.is_dir() {
-        return "directory";
+        return DIRECTORY;
     }
     #[cfg(unix)]
     {
@@ -160,6 +179,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = read_regular_file(dir.path(), 1 << 20).unwrap_err();
         assert_eq!(err.code(), "FILE_NOT_REGULAR");
+        assert!(err.is_directory());
         assert!(err
             .to_string()
             .ends_with("is a directory, not a regular file"));
