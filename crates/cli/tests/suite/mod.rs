@@ -1,5 +1,6 @@
 mod binary;
 mod crash;
+mod hardening;
 mod run;
 mod run_support;
 mod sessions;
