@@ -248,9 +248,14 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// `DSH_LOG=warn` (any tracing filter) shows the plugins' diagnostics on stderr.
+/// `DSH_LOG=warn` (any tracing filter) shows the plugins' diagnostics on stderr. A value
+/// that is not UTF-8 cannot be a filter: said once, and logging stays off.
 fn init_logging() {
-    let Ok(filter) = std::env::var("DSH_LOG") else {
+    let Some(filter) = std::env::var_os("DSH_LOG") else {
+        return;
+    };
+    let Ok(filter) = filter.into_string() else {
+        stderr_line("dsh: warning: DSH_LOG is not valid UTF-8, so it is ignored");
         return;
     };
     let _ = tracing_subscriber::fmt()

@@ -174,6 +174,16 @@ async fn a_non_utf8_environment_reaches_commands_intact() {
         expected
     );
 
+    // A diagnostics switch that is not text is ignored, and says so.
+    let mut command = sandbox.command(&["config", "show"]);
+    command.env("DSH_LOG", &raw);
+    let output = finish(command, LIMIT).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        text(&output.stderr),
+        "dsh: warning: DSH_LOG is not valid UTF-8, so it is ignored\n"
+    );
+
     // A variable dsh reads as text must be text, and the error says which one.
     let mut command = sandbox.command(&["run", "hello"]);
     command.env("DEEPSEEK_API_KEY", &raw);
