@@ -157,7 +157,11 @@ async fn drive(
         Some(stop) => stop.drained_status_after(output.outcome().as_ref()),
         None => exit_status(output.outcome().as_ref()),
     };
-    if let Some(failure) = output.stdout_failure() {
+    // After SIGHUP the terminal is gone and writing to it fails: that is not news.
+    let failure = output
+        .stdout_failure()
+        .filter(|_| stop != Some(Stop::Hangup));
+    if let Some(failure) = failure {
         // The answer (or the JSON lines) did not reach their destination: not a success,
         // whatever the turn did. The log has it all; say where.
         stderr_line(format_args!(
