@@ -23,6 +23,9 @@ pub const INSTRUCTIONS_FORM: &str = "instructions";
 pub const CANDIDATE_NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 /// Default limit on the instruction bytes sent to the model.
 pub const DEFAULT_BUDGET: usize = 64 * 1024;
+/// The largest instruction file read at all; a larger one is skipped (it could never be
+/// shown whole, and is more likely a mistake than instructions).
+pub const FILE_MAX_BYTES: u64 = 1 << 20;
 
 /// One instruction file that was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,16 +78,18 @@ impl Instructions {
         let mut skipped = Vec::new();
         let mut seen_paths: Vec<PathBuf> = Vec::new();
         for path in candidates(home, cwd) {
-            let content = match std::fs::read(&path) {
+            // Only regular files are read, and only up to a limit: a FIFO named AGENTS.md
+            // would hang the start of every session, a link to /dev/zero would fill memory.
+            let content = match dsh_store::read_regular_file(&path, FILE_MAX_BYTES) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                // Missing files and directories are simply not instructions.
+                Err(error) if error.is_not_found() || error.is_directory() => continue,
                 Err(error) => {
-                    // Missing files and directories are simply not instructions.
-                    if path.exists() && !path.is_dir() {
-                        skipped.push(Skipped {
-                            path,
-                            reason: error.to_string(),
-                        });
-                    }
+                    tracing::warn!(path = %path.display(), %error, "instruction file skipped");
+                    skipped.push(Skipped {
+                        path,
+                        reason: error.reason(),
+                    });
                     continue;
                 }
             };
@@ -271,6 +276,52 @@ mod tests {
 
     const HEAD: &str = "Instructions for this workspace, from the user's and the project's AGENTS.md and \
          CLAUDE.md files. Files listed later are closer to the working directory and more specific.";
+
+    #[test]
+    fn fifos_devices_and_huge_files_are_skipped_unread() {
+        let t = Tree::new();
+        t.dir("repo/.git");
+        // A FIFO would block every session's start; /dev/zero would fill memory.
+        let fifo = t.base.join("repo/AGENTS.md");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let zero = t.base.join("repo/CLAUDE.md");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let huge = t.write("repo/sub/AGENTS.md", "");
+        fs::File::options()
+            .write(true)
+            .open(&huge)
+            .unwrap()
+            .set_len(FILE_MAX_BYTES + 1)
+            .unwrap();
+        t.write("repo/sub/CLAUDE.md", "Still read.\n");
+        let instructions = Instructions::load(&t.base.join("home"), &t.base.join("repo/sub"));
+        assert_eq!(
+            instructions.skipped,
+            [
+                Skipped {
+                    path: fifo,
+                    reason: "it is a FIFO, not a regular file".into()
+                },
+                Skipped {
+                    path: zero,
+                    reason: "it is a character device, not a regular file".into()
+                },
+                Skipped {
+                    path: huge,
+                    reason: format!(
+                        "it is larger than the limit of {FILE_MAX_BYTES} bytes for this file"
+                    )
+                },
+            ]
+        );
+        assert!(
+            instructions.text.ends_with("\n\nStill read."),
+            "{}",
+            instructions.text
+        );
+    }
 
     #[test]
     fn walks_from_home_then_repository_root_down_to_cwd() {

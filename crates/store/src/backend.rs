@@ -10,10 +10,10 @@ use dsh_session::{
 };
 
 use crate::error::StoreError;
-use crate::file::{LogFormat, LogWriter};
+use crate::file::{LogFormat, LogLock, LogWriter};
 use crate::header::LogHeader;
 use crate::index::{LogStamp, SessionIndex, SessionSummary};
-use crate::paths::{session_dir_name, Compression, StoreLayout};
+use crate::paths::{existing_log, session_dir_name, Compression, StoreLayout};
 use crate::persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 use crate::reader::{read_log, StoredLog};
 use crate::typed_log::{read_typed, TypedLog};
@@ -23,6 +23,7 @@ use crate::typed_log::{read_typed, TypedLog};
 pub struct JsonlConfig {
     /// The sessions root (`$DSH_HOME/sessions`).
     pub root: PathBuf,
+    /// The encoding of new logs.
     pub compression: Compression,
     /// Store runs of deltas as packed rows.
     pub pack_chunks: bool,
@@ -47,7 +48,8 @@ struct Slot {
     header: Option<LogHeader>,
 }
 
-/// Session logs under one root, in one encoding.
+/// Session logs under one root. New logs are written in the configured encoding; existing
+/// logs are read, resumed and appended to in the one they were written in.
 #[derive(Debug)]
 pub struct JsonlBackend {
     layout: StoreLayout,
@@ -57,6 +59,11 @@ pub struct JsonlBackend {
 }
 
 use dsh_kernel::sync::lock;
+
+/// The encoding of a log [`JsonlBackend::locate`] found (its name is one of the two).
+fn encoding_of(path: &Path) -> Compression {
+    Compression::of_path(path).unwrap_or_default()
+}
 
 fn typed_events(log: &StoredLog) -> Result<Vec<Arc<SessionEvent>>, StoreError> {
     log.events
@@ -112,6 +119,11 @@ impl JsonlBackend {
         &self.layout
     }
 
+    /// Why the listing index is unusable, if it is ([`SessionIndex::problem`]).
+    pub fn index_problem(&self) -> Option<String> {
+        self.index.problem()
+    }
+
     fn format(&self) -> LogFormat {
         LogFormat {
             compression: self.layout.compression(),
@@ -123,15 +135,11 @@ impl JsonlBackend {
         Arc::clone(lock(&self.slots).entry(id.clone()).or_default())
     }
 
-    /// Finds the stored log of `id`: from the index's workspace if known, else by looking
-    /// for the session directory in every project directory.
+    /// Finds the stored log of `id`, in whichever encoding it was written: from the
+    /// index's workspace if known, else by looking for the session directory in every
+    /// project directory. [`Compression::of_path`] tells the encoding of the result.
     pub fn locate(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
         let dir_name = session_dir_name(id.as_str())?;
-        let file_name = self.layout.compression().file_name();
-        let other_name = match self.layout.compression() {
-            Compression::Zstd => Compression::None.file_name(),
-            Compression::None => Compression::Zstd.file_name(),
-        };
         let mut candidates = Vec::new();
         if let Some(cwd) = self.index.cwd_of(id.as_str()) {
             candidates.push(self.layout.project_dir(cwd.as_deref()).join(&dir_name));
@@ -140,16 +148,8 @@ impl JsonlBackend {
             candidates.extend(projects.flatten().map(|p| p.path().join(&dir_name)));
         }
         for dir in candidates {
-            let log = dir.join(file_name);
-            if log.is_file() {
+            if let Some(log) = existing_log(&dir)? {
                 return Ok(log);
-            }
-            let foreign = dir.join(other_name);
-            if foreign.is_file() {
-                return Err(StoreError::EncodingMismatch {
-                    path: foreign,
-                    expected: file_name,
-                });
             }
         }
         Err(StoreError::NotFound {
@@ -161,7 +161,7 @@ impl JsonlBackend {
     /// header's workspace leads to the directory the log was found in.
     fn read(&self, id: &SessionId) -> Result<StoredLog, StoreError> {
         let path = self.locate(id)?;
-        let log = read_log(&path, self.layout.compression(), Some(id.as_str()))?;
+        let log = read_log(&path, encoding_of(&path), Some(id.as_str()))?;
         self.check_placement(id, path, &log.header)?;
         Ok(log)
     }
@@ -171,7 +171,7 @@ impl JsonlBackend {
     /// a general read would report it.
     fn read_typed(&self, id: &SessionId) -> Result<(TypedLog, SessionHeader), StoreError> {
         let path = self.locate(id)?;
-        let (log, refused) = read_typed(&path, self.layout.compression(), Some(id.as_str()))?;
+        let (log, refused) = read_typed(&path, encoding_of(&path), Some(id.as_str()))?;
         self.check_placement(id, path, &log.header)?;
         let header = session_header(&log.path, &log.header)?;
         if let Some(source) = refused {
@@ -192,8 +192,8 @@ impl JsonlBackend {
     ) -> Result<(), StoreError> {
         let expected = self
             .layout
-            .session_file(header.cwd.as_deref(), id.as_str())?;
-        if expected != path {
+            .session_dir(header.cwd.as_deref(), id.as_str())?;
+        if path.parent() != Some(expected.as_path()) {
             return Err(StoreError::Corruption {
                 path,
                 at: crate::error::RecordLocation {
@@ -208,6 +208,64 @@ impl JsonlBackend {
             });
         }
         Ok(())
+    }
+
+    /// [`SessionPersistence::prepare`] under the writer lock `held`, which the caller took
+    /// before it looked at the log (`dsh sessions repair` does, so that nothing can write
+    /// between its backup and its repair). The lock must be the located log's.
+    pub fn prepare_locked(
+        &self,
+        id: &SessionId,
+        held: &LogLock,
+    ) -> Result<SessionPreparation, StoreError> {
+        self.prepare_with(id, Some(held))
+    }
+
+    fn prepare_with(
+        &self,
+        id: &SessionId,
+        held: Option<&LogLock>,
+    ) -> Result<SessionPreparation, StoreError> {
+        let slot = self.slot(id);
+        let mut slot = lock(&slot);
+        // Our own open writer holds the log's lock; the log is re-read from disk anyway.
+        slot.writer = None;
+        let (mut log, header) = self.read_typed(id)?;
+        if held.is_some_and(|held| held.path() != log.path) {
+            let err = std::io::Error::other("the writer lock held is another log's");
+            return Err(StoreError::io("prepare", log.path, err));
+        }
+        let closers = interrupted_turn_closers(&log.events);
+        let mut events = std::mem::take(&mut log.events);
+        let stored = events.len();
+        events.extend(closers.iter().cloned().map(Arc::new));
+        // Build first: a log the session model refuses is reported, never modified.
+        let session = SessionBuilder::new(header)
+            .seed(events, SeedSource::Persistence)
+            .build()
+            .map_err(|source| StoreError::Rejected {
+                path: log.path.clone(),
+                source,
+            })?;
+        // The writer may have to rewrite the stored tail of a cut frame: give the events back.
+        let session_events = session.events();
+        log.events = session_events[..stored].to_vec();
+        let writer = LogWriter::open_typed_with(&log, self.pack_chunks, held)?;
+        if log.torn_tail.is_some() {
+            self.index.invalidate(&log.path);
+        }
+        slot.header = Some(log.header.clone());
+        slot.writer = Some(writer);
+        self.append_events(
+            &mut slot,
+            id,
+            &session_events[stored..stored + closers.len()],
+        )?;
+        Ok(SessionPreparation {
+            session,
+            torn_tail: log.torn_tail,
+            closers,
+        })
     }
 
     /// Opens the stored log for appending (cutting a torn tail) if the slot has no writer.
@@ -267,6 +325,11 @@ impl SessionPersistence for JsonlBackend {
         if slot.writer.is_some() || path.exists() {
             return Err(StoreError::AlreadyExists { path });
         }
+        // A log of this id in the other encoding is this session too.
+        let other = path.with_file_name(self.layout.compression().other().file_name());
+        if other.exists() {
+            return Err(StoreError::AlreadyExists { path: other });
+        }
         slot.writer = Some(LogWriter::create_lazy(path, self.format(), stored.clone()));
         slot.header = Some(stored);
         Ok(())
@@ -288,42 +351,7 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn prepare(&self, id: &SessionId) -> Result<SessionPreparation, StoreError> {
-        let slot = self.slot(id);
-        let mut slot = lock(&slot);
-        // Our own open writer holds the log's lock; the log is re-read from disk anyway.
-        slot.writer = None;
-        let (mut log, header) = self.read_typed(id)?;
-        let closers = interrupted_turn_closers(&log.events);
-        let mut events = std::mem::take(&mut log.events);
-        let stored = events.len();
-        events.extend(closers.iter().cloned().map(Arc::new));
-        // Build first: a log the session model refuses is reported, never modified.
-        let session = SessionBuilder::new(header)
-            .seed(events, SeedSource::Persistence)
-            .build()
-            .map_err(|source| StoreError::Rejected {
-                path: log.path.clone(),
-                source,
-            })?;
-        // The writer may have to rewrite the stored tail of a cut frame: give the events back.
-        let session_events = session.events();
-        log.events = session_events[..stored].to_vec();
-        let writer = LogWriter::open_typed(&log, self.pack_chunks)?;
-        if log.torn_tail.is_some() {
-            self.index.invalidate(&log.path);
-        }
-        slot.header = Some(log.header.clone());
-        slot.writer = Some(writer);
-        self.append_events(
-            &mut slot,
-            id,
-            &session_events[stored..stored + closers.len()],
-        )?;
-        Ok(SessionPreparation {
-            session,
-            torn_tail: log.torn_tail,
-            closers,
-        })
+        self.prepare_with(id, None)
     }
 
     fn load(&self, id: &SessionId) -> Result<StoredSession, StoreError> {

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
 use crate::index::LogStamp;
-use crate::paths::StoreLayout;
+use crate::paths::{Compression, StoreLayout};
 
 /// One log found under a store root.
 pub(crate) struct FoundLog {
     /// `<project>/<session>/<file>`, `/`-separated: the listing index's key.
     pub rel: String,
     pub stamp: LogStamp,
+    pub compression: Compression,
     /// The path, kept only when the names are not UTF-8 (and `rel` is lossy); otherwise
     /// it is the root joined with `rel`, built only for the few logs that are read.
     exact: Option<PathBuf>,
@@ -28,11 +29,15 @@ impl FoundLog {
     }
 }
 
-/// Every log file under the root in the root's encoding. Unreadable directories and
-/// entries are skipped: a listing shows what it can.
+/// Every log file under the root, in either encoding. Unreadable directories and entries
+/// are skipped: a listing shows what it can.
+///
+/// The configured encoding is looked up first, so a store written in it pays one lookup per
+/// session; a directory holding both files is listed by that one (opening the session then
+/// reports the duplicate).
 pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<FoundLog>, StoreError> {
     let root = layout.root();
-    let file_name = layout.compression().file_name();
+    let preferred = layout.compression();
     let projects = match fs::read_dir(root) {
         Ok(dir) => dir,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -51,9 +56,13 @@ pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<FoundLog>, Store
         let lookup = ProjectDir::open(&project_path);
         for session in sessions.flatten() {
             let session_name = session.file_name();
-            let Some(stamp) = lookup.log_stamp(&session_name, file_name) else {
+            let found = [preferred, preferred.other()]
+                .into_iter()
+                .find_map(|c| Some((c, lookup.log_stamp(&session_name, c.file_name())?)));
+            let Some((compression, stamp)) = found else {
                 continue;
             };
+            let file_name = compression.file_name();
             let exact = match (project.file_name().to_str(), session_name.to_str()) {
                 (Some(_), Some(_)) => None,
                 _ => Some(project_path.join(&session_name).join(file_name)),
@@ -62,6 +71,7 @@ pub(crate) fn discover_logs(layout: &StoreLayout) -> Result<Vec<FoundLog>, Store
             logs.push(FoundLog {
                 rel: format!("{project_name}/{session_name}/{file_name}"),
                 stamp,
+                compression,
                 exact,
             });
         }

@@ -96,15 +96,13 @@ pub enum StoreError {
         #[source]
         source: dsh_session::SessionError,
     },
-    /// A root holds logs in one encoding only; this log uses the other one.
+    /// A session directory holds its log in both encodings, and neither can be trusted to
+    /// be the whole story.
     #[error(
-        "session log {path} is not in this store's encoding ({expected}); \
-         configure the store with the matching compression to open it"
+        "session log exists twice, as {plain} and as {zstd}; keep the one with the \
+         session's latest events and move the other out of the directory"
     )]
-    EncodingMismatch {
-        path: PathBuf,
-        expected: &'static str,
-    },
+    BothEncodings { plain: PathBuf, zstd: PathBuf },
     /// An earlier write failed and the log could not be restored to its last durable length;
     /// the writer refuses further appends until the log is read again.
     #[error("session log {path} is in an unknown state after a failed write; reopen it")]
@@ -128,7 +126,7 @@ impl StoreError {
             StoreError::Rejected { source, .. } | StoreError::InvalidSession { source } => {
                 source.root().code()
             }
-            StoreError::EncodingMismatch { .. } => "SESSION_ENCODING_MISMATCH",
+            StoreError::BothEncodings { .. } => "SESSION_LOG_DUPLICATED",
         }
     }
 

@@ -248,7 +248,9 @@ impl LogWriter {
     /// A torn tail is cut off here and the records of a cut zstd frame are written again,
     /// so that appends continue right after the durable prefix.
     pub fn open(log: &StoredLog, pack_chunks: bool) -> Result<Self, StoreError> {
-        let mut writer = Self::open_at(&log.path, log.compression, log.file_len, pack_chunks)?;
+        let file = open_locked(&log.path)?;
+        let mut writer =
+            Self::open_at(file, &log.path, log.compression, log.file_len, pack_chunks)?;
         writer.next_seq = log.next_seq();
         if let Some(tail) = &log.torn_tail {
             writer.cut_to(tail.truncate_to)?;
@@ -263,7 +265,22 @@ impl LogWriter {
 
     /// [`open`](Self::open) for a log read with [`read_typed_log`](crate::read_typed_log).
     pub fn open_typed(log: &TypedLog, pack_chunks: bool) -> Result<Self, StoreError> {
-        let mut writer = Self::open_at(&log.path, log.compression, log.file_len, pack_chunks)?;
+        Self::open_typed_with(log, pack_chunks, None)
+    }
+
+    /// [`open_typed`](Self::open_typed), under `lock` when given (the caller took the writer
+    /// lock before it read the log) instead of taking the lock anew.
+    pub(crate) fn open_typed_with(
+        log: &TypedLog,
+        pack_chunks: bool,
+        lock: Option<&LogLock>,
+    ) -> Result<Self, StoreError> {
+        let file = match lock {
+            Some(lock) => lock.shared_file()?,
+            None => open_locked(&log.path)?,
+        };
+        let mut writer =
+            Self::open_at(file, &log.path, log.compression, log.file_len, pack_chunks)?;
         writer.next_seq = log.next_seq();
         if let Some(tail) = &log.torn_tail {
             writer.cut_to(tail.truncate_to)?;
@@ -276,20 +293,15 @@ impl LogWriter {
         Ok(writer)
     }
 
-    /// Opens and locks the file, which must still be `file_len` bytes long.
+    /// A writer on the locked `file`, which must still be `file_len` bytes long.
     fn open_at(
+        file: File,
         path: &Path,
         compression: Compression,
         file_len: u64,
         pack_chunks: bool,
     ) -> Result<Self, StoreError> {
         let path = path.to_owned();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io("open for append", &path, e))?;
-        lock_exclusive(&file, &path)?;
         let current = file
             .metadata()
             .map_err(|e| StoreError::io("stat", &path, e))?
@@ -422,6 +434,71 @@ impl LogWriter {
             state: State::Open { sink, len },
             next_seq,
         }
+    }
+}
+
+/// Opens a log for appending and takes its writer lock.
+fn open_locked(path: &Path) -> Result<File, StoreError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| StoreError::io("open for append", path, e))?;
+    lock_exclusive(&file, path)?;
+    Ok(file)
+}
+
+/// The writer lock of one stored log, held without writing.
+///
+/// An explicit repair holds it from before its first look at the log to after its last
+/// change, so a running writer (which holds the lock for as long as its session is open) is
+/// refused up front, and no writer can start between a backup and a restore. The lock is
+/// the advisory `flock` every [`LogWriter`] takes; it is released when the last handle of
+/// this open file is dropped (a writer opened under it shares the handle).
+#[derive(Debug)]
+pub struct LogLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl LogLock {
+    /// Takes the writer lock of the log at `path`; [`StoreError::Locked`] when another
+    /// writer (in any process) holds it.
+    pub fn acquire(path: &Path) -> Result<Self, StoreError> {
+        Ok(LogLock {
+            file: open_locked(path)?,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Cuts the log to `len` bytes, durably.
+    pub fn truncate(&self, len: u64) -> Result<(), StoreError> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| StoreError::io("truncate", &self.path, e))
+    }
+
+    /// Replaces the log's content with `bytes` in place (same file, so the lock stays),
+    /// durably.
+    pub fn rewrite(&self, bytes: &[u8]) -> Result<(), StoreError> {
+        let mut file = &self.file;
+        file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)).map(drop))
+            .and_then(|()| file.write_all(bytes))
+            .and_then(|()| file.sync_all())
+            .map_err(|e| StoreError::io("rewrite", &self.path, e))
+    }
+
+    /// Another handle of the locked file, for a writer that works under this lock.
+    fn shared_file(&self) -> Result<File, StoreError> {
+        self.file
+            .try_clone()
+            .map_err(|e| StoreError::io("open for append", &self.path, e))
     }
 }
 

@@ -24,6 +24,7 @@ use crate::error::StoreError;
 use crate::header::LogHeader;
 use crate::paths::{Compression, StoreLayout};
 use crate::reader;
+use crate::regular_file::{read_regular_file, ReadFileError};
 
 /// File name of the index under the store root.
 pub const INDEX_FILE: &str = "index.jsonl";
@@ -218,6 +219,8 @@ pub struct SessionIndex {
     entries: Mutex<Option<HashMap<String, IndexEntry>>>,
     /// Entry lines appended since the file was last written whole.
     appended_lines: AtomicUsize,
+    /// Why the index file cannot be used, once that is known; listings then scan every log.
+    problem: Mutex<Option<String>>,
 }
 
 /// The file is rewritten once superseded lines could outnumber live ones several times.
@@ -229,6 +232,7 @@ impl SessionIndex {
             layout,
             entries: Mutex::new(None),
             appended_lines: AtomicUsize::new(0),
+            problem: Mutex::new(None),
         }
     }
 
@@ -253,7 +257,37 @@ impl SessionIndex {
         &self,
         guard: &'a mut MutexGuard<'_, Option<HashMap<String, IndexEntry>>>,
     ) -> &'a mut HashMap<String, IndexEntry> {
-        guard.get_or_insert_with(|| load_entries(&self.file()))
+        guard.get_or_insert_with(|| match load_entries(&self.file()) {
+            Ok(entries) => entries,
+            Err(err) => {
+                self.set_problem(err.to_string());
+                HashMap::new()
+            }
+        })
+    }
+
+    fn set_problem(&self, problem: String) {
+        tracing::warn!(%problem, "the session index is unusable; listing reads the logs");
+        *self.problem.lock().unwrap_or_else(PoisonError::into_inner) = Some(problem);
+    }
+
+    /// Why the index file could not be read or written, if it could not: listings are then
+    /// computed from the logs themselves (slower, but complete), and a surface may say so.
+    pub fn problem(&self) -> Option<String> {
+        self.problem
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// [`write_compact`], remembering a failure that will not go away by itself.
+    fn rewrite(&self, entries: &HashMap<String, IndexEntry>) {
+        if let Err(err) = write_compact(&self.file(), entries) {
+            match err {
+                IndexWriteError::NotRegular(problem) => self.set_problem(problem),
+                IndexWriteError::Io(err) => tracing::debug!(%err, "session index not rewritten"),
+            }
+        }
     }
 
     /// Records a durable append: `appended` went to `log`, which now has `stamp`, and had
@@ -316,9 +350,7 @@ impl SessionIndex {
         let appended = self.appended_lines.fetch_add(1, Ordering::Relaxed) + 1;
         if appended > COMPACT_AFTER_LINES.max(4 * entries.len()) {
             self.appended_lines.store(0, Ordering::Relaxed);
-            if let Err(err) = write_compact(&self.file(), entries) {
-                tracing::debug!(%err, "session index not rewritten");
-            }
+            self.rewrite(entries);
         } else if let Some(entry) = entries.get(&rel) {
             self.append_line(entry);
         }
@@ -344,14 +376,22 @@ impl SessionIndex {
     fn append_line(&self, entry: &IndexEntry) {
         let path = self.file();
         let result = (|| -> std::io::Result<()> {
-            let fresh = !path.exists();
             let mut options = OpenOptions::new();
             options.create(true).append(true);
             #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                // Never wait on a FIFO in the index's place (opening one to write blocks
+                // until a reader comes); a FIFO is refused below anyway.
+                options.mode(0o600).custom_flags(libc::O_NONBLOCK);
+            }
             let mut file = options.open(&path)?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(std::io::Error::other("not a regular file"));
+            }
             let mut text = Vec::new();
-            if fresh {
+            if meta.len() == 0 {
                 text.extend(index_tag_line());
             }
             serde_json::to_writer(&mut text, entry)?;
@@ -378,7 +418,7 @@ impl SessionIndex {
                 .is_some_and(|e| e.summary.size == stamp.size && e.mtime_ns == stamp.mtime_ns);
             if !fresh {
                 let path = log.path(self.layout.root());
-                let summary = summarize_log(&path, self.layout.compression(), stamp);
+                let summary = summarize_log(&path, log.compression, stamp);
                 entries.insert(
                     rel.clone(),
                     IndexEntry {
@@ -399,9 +439,7 @@ impl SessionIndex {
         }
         if changed {
             self.appended_lines.store(0, Ordering::Relaxed);
-            if let Err(err) = write_compact(&self.file(), entries) {
-                tracing::debug!(%err, "session index not rewritten");
-            }
+            self.rewrite(entries);
         }
         let mut summaries: Vec<SessionSummary> =
             entries.values().map(|e| e.summary.clone()).collect();
@@ -418,11 +456,28 @@ fn index_tag_line() -> Vec<u8> {
     format!("{{\"type\":\"{INDEX_TAG}\",\"version\":{INDEX_VERSION}}}\n").into_bytes()
 }
 
-/// Reads the index file; anything unreadable just means "no entry".
-fn load_entries(file: &Path) -> HashMap<String, IndexEntry> {
+/// The largest index file read: far more than the summaries of any real store (a few
+/// hundred bytes each), far less than what would hurt to hold in memory.
+const INDEX_MAX_BYTES: u64 = 256 << 20;
+
+/// Reads the index file. A missing file or unparsable lines just mean "no entry" (the index
+/// is rebuilt from the logs and rewritten); a path that cannot hold the index (a directory,
+/// a FIFO, a device, an enormous file) is an error worth telling the person about.
+fn load_entries(file: &Path) -> Result<HashMap<String, IndexEntry>, ReadFileError> {
     let mut entries = HashMap::new();
-    let Ok(text) = fs::read_to_string(file) else {
-        return entries;
+    let text = match read_regular_file(file, INDEX_MAX_BYTES) {
+        Ok(bytes) => bytes,
+        Err(err) if err.is_not_found() => return Ok(entries),
+        Err(err @ (ReadFileError::NotRegular { .. } | ReadFileError::TooLarge { .. })) => {
+            return Err(err)
+        }
+        Err(err) => {
+            tracing::debug!(%err, "session index not read");
+            return Ok(entries);
+        }
+    };
+    let Ok(text) = String::from_utf8(text) else {
+        return Ok(entries);
     };
     let mut lines = text.lines();
     let tagged = lines
@@ -430,22 +485,44 @@ fn load_entries(file: &Path) -> HashMap<String, IndexEntry> {
         .and_then(|l| serde_json::from_str::<Value>(l).ok())
         .is_some_and(|v| v["type"] == INDEX_TAG && v["version"] == INDEX_VERSION);
     if !tagged {
-        return entries;
+        return Ok(entries);
     }
     for line in lines {
         if let Ok(entry) = serde_json::from_str::<IndexEntry>(line) {
             entries.insert(entry.path.clone(), entry);
         }
     }
-    entries
+    Ok(entries)
 }
 
-fn write_compact(file: &Path, entries: &HashMap<String, IndexEntry>) -> std::io::Result<()> {
+/// Why the index was not rewritten.
+enum IndexWriteError {
+    /// Something other than a file is in the index's place; retrying will not help.
+    NotRegular(String),
+    Io(std::io::Error),
+}
+
+/// Writes the whole index to a temp file and renames it into place. Nothing is left behind
+/// when that fails, and nothing is even written when a directory holds the index's name (a
+/// rename onto it can never succeed).
+fn write_compact(
+    file: &Path,
+    entries: &HashMap<String, IndexEntry>,
+) -> Result<(), IndexWriteError> {
+    if let Ok(meta) = fs::symlink_metadata(file) {
+        if meta.is_dir() {
+            return Err(IndexWriteError::NotRegular(format!(
+                "the session index {} is a directory, not a file",
+                file.display()
+            )));
+        }
+    }
     let mut sorted: Vec<&IndexEntry> = entries.values().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     let mut text = index_tag_line();
     for entry in sorted {
-        serde_json::to_writer(&mut text, entry)?;
+        serde_json::to_writer(&mut text, entry)
+            .map_err(|e| IndexWriteError::Io(std::io::Error::other(e)))?;
         text.push(b'\n');
     }
     let temp = file.with_extension(format!("jsonl.{}.tmp", std::process::id()));
@@ -453,8 +530,14 @@ fn write_compact(file: &Path, entries: &HashMap<String, IndexEntry>) -> std::io:
     options.create(true).write(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(&temp)?.write_all(&text)?;
-    fs::rename(&temp, file)
+    let written = options
+        .open(&temp)
+        .and_then(|mut f| f.write_all(&text))
+        .and_then(|()| fs::rename(&temp, file));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written.map_err(IndexWriteError::Io)
 }
 
 /// Recomputes a summary from the log itself (the slow path).
@@ -558,7 +641,7 @@ mod tests {
         }
         let text = fs::read_to_string(dir.path().join(INDEX_FILE)).unwrap();
         assert!(text.lines().count() < 20, "{} lines", text.lines().count());
-        let entries = load_entries(&dir.path().join(INDEX_FILE));
+        let entries = load_entries(&dir.path().join(INDEX_FILE)).unwrap();
         let entry = &entries["--w--/s/session.jsonl"];
         assert_eq!(entry.summary.size, (COMPACT_AFTER_LINES as u64 + 10) * 10);
         assert_eq!(entry.summary.turns, COMPACT_AFTER_LINES as u64 + 10);
@@ -587,6 +670,7 @@ mod tests {
                     continue;
                 };
                 for log in logs {
+                    assert_eq!(log.compression, compression);
                     let (path, stamp) = (log.path(&sessions), log.stamp);
                     assert!(matches!(
                         crate::typed_log::read_typed(&path, compression, None),
@@ -640,8 +724,8 @@ mod tests {
     fn unreadable_index_files_mean_no_entries() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(INDEX_FILE);
-        assert!(load_entries(&file).is_empty());
+        assert!(load_entries(&file).unwrap().is_empty());
         fs::write(&file, "garbage\n{\"path\":\"x\"}\n").unwrap();
-        assert!(load_entries(&file).is_empty());
+        assert!(load_entries(&file).unwrap().is_empty());
     }
 }

@@ -113,6 +113,14 @@ pub enum ToolError {
     #[error("could not start the command: {reason}")]
     Spawn { reason: String },
 
+    #[error("the command is too long to start: the operating system refused its argument list (E2BIG). The command and the environment come to {size} bytes; {limits}. Do not pass long content on the command line: write it to a file with the write tool and run a script (or redirect the file into the command) instead.")]
+    ArgumentListTooLong {
+        /// Bytes of the command line and the environment together.
+        size: u64,
+        /// What the system allows, spelled out.
+        limits: String,
+    },
+
     #[error("the tool call was cancelled")]
     Cancelled,
 
@@ -176,6 +184,7 @@ impl ToolError {
             Self::SandboxFailed { .. } => "SANDBOX_FAILED",
             Self::InvalidPattern { .. } => "INVALID_PATTERN",
             Self::Spawn { .. } => "SPAWN_FAILED",
+            Self::ArgumentListTooLong { .. } => "ARGUMENT_LIST_TOO_LONG",
             Self::Cancelled => "ABORTED",
             Self::WebFetchDisabled => "WEB_FETCH_DISABLED",
             Self::InvalidUrl { .. } => "INVALID_URL",
@@ -208,7 +217,7 @@ impl ToolError {
             | Self::SandboxUnavailable { .. }
             | Self::SandboxFailed { .. } => "SandboxError",
             Self::InvalidPattern { .. } => "InvalidPatternError",
-            Self::Spawn { .. } => "SpawnError",
+            Self::Spawn { .. } | Self::ArgumentListTooLong { .. } => "SpawnError",
             Self::Cancelled => "AbortError",
             Self::WebFetchDisabled
             | Self::InvalidUrl { .. }

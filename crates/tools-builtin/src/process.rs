@@ -101,6 +101,7 @@ pub(crate) async fn run(
 ) -> Result<Termination, ToolError> {
     let (read_end, write_out, write_err) = output_pipe()?;
     let confined = spec.setup.is_some();
+    let arg_bytes = ArgBytes::of(&spec);
     let mut command = tokio::process::Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -133,7 +134,7 @@ pub(crate) async fn run(
     // The command holds our copies of the pipe's write end; they must close now, or the
     // read side never sees end-of-file.
     drop(command);
-    let mut child = spawned.map_err(|e| spawn_error(e, confined))?;
+    let mut child = spawned.map_err(|e| spawn_error(e, confined, &arg_bytes))?;
     let pgid = child
         .id()
         .and_then(|id| libc::pid_t::try_from(id).ok())
@@ -211,7 +212,57 @@ fn termination_of(status: ExitStatus) -> Termination {
     }
 }
 
-fn spawn_error(err: std::io::Error, confined: bool) -> ToolError {
+/// How much a command asks `execve` to copy: what an E2BIG refusal is about.
+struct ArgBytes {
+    /// Every argument and `NAME=value` string with its terminating NUL.
+    total: u64,
+    /// The longest single one.
+    longest: u64,
+}
+
+impl ArgBytes {
+    fn of(spec: &CommandSpec) -> Self {
+        let args = std::iter::once(spec.program.len())
+            .chain(spec.args.iter().map(|arg| arg.len()))
+            .chain(spec.env.iter().map(|(k, v)| k.len() + v.len() + 1))
+            .map(|len| len as u64 + 1);
+        let (total, longest) = args.fold((0, 0), |(total, longest), len| {
+            (total + len, longest.max(len))
+        });
+        ArgBytes { total, longest }
+    }
+
+    /// The limits the system applies, in words, naming the one this command broke.
+    fn limits(&self) -> String {
+        // SAFETY: sysconf has no memory effects.
+        let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+        let total = match u64::try_from(arg_max) {
+            Ok(max) if max > 0 => format!("the system accepts at most {max} bytes in all"),
+            _ => "the system's limit is lower".to_owned(),
+        };
+        if cfg!(target_os = "linux") && self.longest > LINUX_MAX_ARG_STRLEN {
+            format!(
+                "its longest argument alone is {} bytes, and Linux accepts at most \
+                 {LINUX_MAX_ARG_STRLEN} bytes in one argument ({total})",
+                self.longest
+            )
+        } else {
+            total
+        }
+    }
+}
+
+/// Linux's `MAX_ARG_STRLEN` (32 pages of 4 KiB): the longest single argument or variable.
+const LINUX_MAX_ARG_STRLEN: u64 = 32 * 4096;
+
+fn spawn_error(err: std::io::Error, confined: bool, args: &ArgBytes) -> ToolError {
+    // Too long a command line is the command's problem, never the sandbox's.
+    if err.raw_os_error() == Some(libc::E2BIG) {
+        return ToolError::ArgumentListTooLong {
+            size: args.total,
+            limits: args.limits(),
+        };
+    }
     if confined && err.kind() != std::io::ErrorKind::NotFound {
         ToolError::SandboxFailed {
             reason: err.to_string(),

@@ -41,7 +41,7 @@ impl Boot {
     fn tool_env(&self, id: &SessionId, mode: SandboxMode) -> Result<ToolEnv, BoxError> {
         let settings = &self.settings;
         let mut builder = ToolEnv::builder(&self.workspace)
-            .temp_dir(self.temp_root.join(id.as_str()))
+            .temp_dir(self.temp_root.path.join(id.as_str()))
             .sandbox_mode(mode)
             .base_env(self.base_env.clone())
             .facts(SessionFacts {

@@ -14,6 +14,9 @@ pub enum AppError {
         route: String,
         hint: String,
     },
+    /// An environment variable dsh reads as text holds bytes that are not UTF-8.
+    #[error("environment variable {var} is not valid UTF-8 ({why}); set it to UTF-8 text")]
+    EnvNotUnicode { var: String, why: String },
     /// The working directory cannot be used as the workspace.
     #[error("cannot use {} as the workspace: {source}", path.display())]
     Workspace {
@@ -68,6 +71,7 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::MissingApiKey { .. } => "MISSING_CREDENTIAL",
+            Self::EnvNotUnicode { .. } => "ENV_NOT_UNICODE",
             Self::Workspace { .. } => "WORKSPACE_UNAVAILABLE",
             Self::TempDir { .. } => "TEMP_DIR_UNAVAILABLE",
             Self::Mount(error) => error.code(),

@@ -20,9 +20,9 @@ pub const ANONYMOUS_USER_ID_FILE: &str = ".anonymous-user-id";
 /// yields `None`.
 pub fn anonymous_user_id(home: &Path) -> Option<String> {
     let path = home.join(ANONYMOUS_USER_ID_FILE);
-    match fs::read_to_string(&path) {
+    match read_id_file(&path) {
         Ok(text) => parse(&text, &path),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => match create(home) {
+        Err(error) if error.is_not_found() => match create(home) {
             Ok(id) => Some(id),
             Err(error) => {
                 tracing::debug!(path = %path.display(), %error, "could not create the anonymous user id");
@@ -34,6 +34,13 @@ pub fn anonymous_user_id(home: &Path) -> Option<String> {
             None
         }
     }
+}
+
+/// An id is 37 bytes; anything much larger (or not a regular file) is not an id file.
+const ID_FILE_MAX_BYTES: u64 = 4096;
+
+fn read_id_file(path: &Path) -> Result<String, dsh_store::ReadFileError> {
+    dsh_store::read_regular_text(path, ID_FILE_MAX_BYTES)
 }
 
 fn parse(text: &str, path: &Path) -> Option<String> {
@@ -62,7 +69,7 @@ fn create(home: &Path) -> io::Result<String> {
     match written {
         Ok(()) => Ok(id),
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            let text = fs::read_to_string(&target)?;
+            let text = read_id_file(&target).map_err(io::Error::other)?;
             parse(&text, &target)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a UUID"))
         }
@@ -138,6 +145,20 @@ mod tests {
         if fs::read(&path).is_err() {
             assert_eq!(anonymous_user_id(locked.path()), None);
         }
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_in_the_id_file_s_place_is_never_read() {
+        let fifo = tempfile::tempdir().unwrap();
+        let path = fifo.path().join(ANONYMOUS_USER_ID_FILE);
+        let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        // Reading a FIFO without a writer used to block here forever.
+        assert_eq!(anonymous_user_id(fifo.path()), None);
+        let zero = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", zero.path().join(ANONYMOUS_USER_ID_FILE)).unwrap();
+        assert_eq!(anonymous_user_id(zero.path()), None);
     }
 
     #[test]

@@ -34,16 +34,18 @@ pub fn find_session(
     }
 }
 
-/// The stored sessions of `workspace`, most recently updated first.
+/// The stored sessions of `workspace`, most recently updated first. The workspace is
+/// compared in its recorded form ([`dsh_store::recorded_cwd`]), which tells apart paths that
+/// differ only in bytes that are not UTF-8.
 pub fn sessions_of(
     persistence: &dyn SessionPersistence,
     workspace: &Path,
 ) -> Result<Vec<SessionSummary>, AppError> {
-    let cwd = workspace.to_string_lossy();
+    let cwd = dsh_store::recorded_cwd(workspace);
     Ok(persistence
         .list()?
         .into_iter()
-        .filter(|s| s.cwd.as_deref() == Some(&*cwd))
+        .filter(|s| s.cwd.as_deref() == Some(cwd.as_str()))
         .collect())
 }
 

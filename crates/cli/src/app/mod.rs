@@ -19,6 +19,7 @@ mod error;
 mod identity;
 mod lookup;
 mod rows;
+mod temp;
 
 pub use agent::AgentStart;
 pub use error::AppError;
@@ -45,7 +46,7 @@ use dsh_store::SessionPersistence;
 use dsh_tools_builtin::sandbox::SandboxNotice;
 use dsh_tools_builtin::{Approvals, SandboxMode, SandboxProbe, ToolEnv, ToolEnvs};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -55,8 +56,10 @@ pub struct BootOptions {
     /// The workspace: sessions are recorded under it and tools work in it.
     pub cwd: PathBuf,
     /// The environment as this process saw it at start; model adapters look keys up here
-    /// and commands start from it.
-    pub env: BTreeMap<String, String>,
+    /// and commands start from it. Values are OS strings: a variable that is not UTF-8
+    /// (`OLDPWD` after visiting such a directory, say) is handed to commands intact, and only
+    /// a variable dsh itself reads as text must be UTF-8 ([`AppError::EnvNotUnicode`]).
+    pub env: BTreeMap<OsString, OsString>,
 }
 
 impl BootOptions {
@@ -71,8 +74,42 @@ impl BootOptions {
         };
         Ok(Self {
             cwd,
-            env: std::env::vars().collect(),
+            env: std::env::vars_os().collect(),
         })
+    }
+}
+
+/// The model adapters' view of the boot environment: a variable is there only as text.
+/// Boot has already refused a non-UTF-8 value of the variable the active route reads.
+struct TextEnv(Arc<BTreeMap<OsString, OsString>>);
+
+impl dsh_llm_openai::EnvLookup for TextEnv {
+    fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .get(OsStr::new(name))
+            .and_then(|value| value.to_str())
+            .map(str::to_owned)
+    }
+}
+
+/// Refuses an API key variable of the active route that is set but is not UTF-8: read as
+/// text it would look unset, and the model would refuse a request without a word about why.
+fn check_key_text(settings: &Settings, env: &BTreeMap<OsString, OsString>) -> Result<(), AppError> {
+    let Some(var) = settings
+        .active_provider()
+        .and_then(|p| p.api_key_env.value.as_ref())
+    else {
+        return Ok(());
+    };
+    match env.get(OsStr::new(var)) {
+        Some(value) if value.to_str().is_none() => Err(AppError::EnvNotUnicode {
+            var: var.clone(),
+            why: format!(
+                "it holds the API key of provider route `{}`",
+                settings.model.provider.value
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -80,7 +117,8 @@ impl BootOptions {
 pub(crate) struct Boot {
     settings: Arc<Settings>,
     workspace: PathBuf,
-    temp_root: PathBuf,
+    /// This process's temp area, locked while the boot lives.
+    temp_root: temp::TempRoot,
     base_env: Vec<(OsString, OsString)>,
     secrets: Vec<String>,
     model_accepts_images: bool,
@@ -96,6 +134,8 @@ pub struct Runtime {
     boot: Arc<Boot>,
     agents: Arc<AgentRegistry>,
     sessions: Arc<SessionStore>,
+    /// The start-up sweep of dead runs' temp areas, if it was started.
+    sweep: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -112,36 +152,47 @@ impl Runtime {
         register_event_types().map_err(AppError::EventTypes)?;
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
+        check_key_text(&settings, &options.env)?;
         let user_id = anonymous_user_id(&settings.home.value);
         let composition = boot_composition_with_user_id(&settings, user_id);
-        let temp_root = create_temp_root()?;
+        let temp_root = temp::create_temp_root()?;
+        let sweep = temp::spawn_sweep(std::env::temp_dir());
 
         let root = Context::root();
         let env = Arc::new(options.env);
-        let lookup: Arc<dyn dsh_llm_openai::EnvLookup> = env.clone();
+        let lookup: Arc<dyn dsh_llm_openai::EnvLookup> = Arc::new(TextEnv(env.clone()));
         root.provide(Arc::new(EnvSource(lookup)))
             .map_err(AppError::Mount)?
             .forget();
         let mounted = dsh_kernel::mount(&root, &plugin_table(), &composition);
         if let Err(error) = mounted {
             root.fiber().dispose();
-            let _ = std::fs::remove_dir_all(&temp_root);
+            let _ = std::fs::remove_dir_all(&temp_root.path);
+            temp::finish_sweep(sweep);
             return Err(AppError::Mount(error));
         }
-        let runtime = Self::assemble(root.clone(), settings, workspace, temp_root.clone(), &env);
-        if runtime.is_err() {
-            root.fiber().dispose();
-            let _ = std::fs::remove_dir_all(&temp_root);
+        let temp_path = temp_root.path.clone();
+        let runtime = Self::assemble(root.clone(), settings, workspace, temp_root, &env);
+        match runtime {
+            Ok(mut runtime) => {
+                runtime.sweep = sweep;
+                Ok(runtime)
+            }
+            Err(error) => {
+                root.fiber().dispose();
+                let _ = std::fs::remove_dir_all(&temp_path);
+                temp::finish_sweep(sweep);
+                Err(error)
+            }
         }
-        runtime
     }
 
     fn assemble(
         root: Context,
         settings: Settings,
         workspace: PathBuf,
-        temp_root: PathBuf,
-        env: &BTreeMap<String, String>,
+        temp_root: temp::TempRoot,
+        env: &BTreeMap<OsString, OsString>,
     ) -> Result<Runtime, AppError> {
         let missing = |service, row| AppError::MissingPart { service, row };
         let agents = root
@@ -170,9 +221,10 @@ impl Runtime {
         let secrets = settings
             .active_provider()
             .and_then(|p| p.api_key_env.value.as_ref())
-            .and_then(|var| env.get(var))
+            .and_then(|var| env.get(OsStr::new(var)))
+            .and_then(|key| key.to_str())
             .filter(|key| !key.is_empty())
-            .cloned()
+            .map(str::to_owned)
             .into_iter()
             .collect();
         let model_accepts_images = settings.active_provider().is_some_and(|provider| {
@@ -186,10 +238,7 @@ impl Runtime {
         let boot = Boot {
             workspace,
             temp_root,
-            base_env: env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                .collect(),
+            base_env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             secrets,
             model_accepts_images,
             envs: root.get::<ToolEnvs>(),
@@ -201,6 +250,7 @@ impl Runtime {
             boot: Arc::new(boot),
             agents,
             sessions,
+            sweep: None,
         })
     }
 
@@ -252,7 +302,7 @@ impl Runtime {
         let options = CreateAgentOptions {
             session_id: Some(id.clone()),
             meta: SessionMeta {
-                cwd: Some(self.boot.workspace.to_string_lossy().into_owned()),
+                cwd: Some(dsh_store::recorded_cwd(&self.boot.workspace)),
                 delegation_depth: Some(0),
                 ..SessionMeta::default()
             },
@@ -330,27 +380,9 @@ impl Runtime {
     /// removes the private temp directory.
     pub fn shutdown(self) {
         self.root.fiber().dispose();
-        let _ = std::fs::remove_dir_all(&self.boot.temp_root);
+        let _ = std::fs::remove_dir_all(&self.boot.temp_root.path);
+        temp::finish_sweep(self.sweep);
     }
-}
-
-/// `$TMPDIR/dsh-<pid>-<random>`, private to this process.
-fn create_temp_root() -> Result<PathBuf, AppError> {
-    use std::os::unix::fs::DirBuilderExt;
-    let name = format!(
-        "dsh-{}-{}",
-        std::process::id(),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    let path = std::env::temp_dir().join(name);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&path)
-        .map_err(|source| AppError::TempDir {
-            path: path.clone(),
-            source,
-        })?;
-    Ok(path)
 }
 
 #[cfg(test)]

@@ -24,6 +24,10 @@ fn home(settings: Option<&str>, vars: &[(&str, &str)]) -> Home {
     Home { dir, env }
 }
 
+fn os_env(env: &BTreeMap<String, String>) -> BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+    env.iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
 fn settings_of(home: &Home, flags: &Overrides) -> Settings {
     load(&home.env, flags).unwrap()
 }
@@ -181,7 +185,7 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
         settings,
         BootOptions {
             cwd: workspace.path().to_path_buf(),
-            env: home.env.clone(),
+            env: os_env(&home.env),
         },
     )
     .unwrap();
@@ -239,7 +243,7 @@ async fn a_resumed_agent_runs_its_tools_in_the_recorded_mode_and_switches_live()
         settings,
         BootOptions {
             cwd: workspace.path().to_path_buf(),
-            env: home.env.clone(),
+            env: os_env(&home.env),
         },
     )
     .unwrap();
@@ -270,6 +274,44 @@ async fn a_resumed_agent_runs_its_tools_in_the_recorded_mode_and_switches_live()
 }
 
 #[tokio::test]
+async fn the_environment_is_read_as_os_strings_and_only_used_text_must_be_utf8() {
+    use std::os::unix::ffi::OsStringExt;
+    let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);
+    let settings = settings_of(&home, &Overrides::default());
+    let workspace = tempfile::tempdir().unwrap();
+    let raw = std::ffi::OsString::from_vec(b"/tmp/caf\xe9".to_vec());
+    // A variable dsh does not read (OLDPWD after visiting such a directory) is fine.
+    let mut env = os_env(&home.env);
+    env.insert("OLDPWD".into(), raw.clone());
+    let runtime = Runtime::boot(
+        settings.clone(),
+        BootOptions {
+            cwd: workspace.path().to_path_buf(),
+            env: env.clone(),
+        },
+    )
+    .unwrap();
+    runtime.shutdown();
+    // The API key of the active route is read as text: refused, naming the variable.
+    env.insert("DEEPSEEK_API_KEY".into(), raw);
+    let error = Runtime::boot(
+        settings,
+        BootOptions {
+            cwd: workspace.path().to_path_buf(),
+            env,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "ENV_NOT_UNICODE");
+    assert!(error.is_usage());
+    assert_eq!(
+        error.to_string(),
+        "environment variable DEEPSEEK_API_KEY is not valid UTF-8 (it holds the API key of \
+         provider route `deepseek-official`); set it to UTF-8 text"
+    );
+}
+
+#[tokio::test]
 async fn boot_refuses_a_disabled_agent_loop_and_an_unusable_workspace() {
     let home = home(
         Some("[[plugins]]\nid = \"agent-loop\"\ndisabled = true\n"),
@@ -279,7 +321,7 @@ async fn boot_refuses_a_disabled_agent_loop_and_an_unusable_workspace() {
     let workspace = tempfile::tempdir().unwrap();
     let options = BootOptions {
         cwd: workspace.path().to_path_buf(),
-        env: home.env.clone(),
+        env: os_env(&home.env),
     };
     let error = Runtime::boot(settings.clone(), options).unwrap_err();
     assert_eq!(
@@ -288,7 +330,7 @@ async fn boot_refuses_a_disabled_agent_loop_and_an_unusable_workspace() {
     );
     let missing = BootOptions {
         cwd: workspace.path().join("nope"),
-        env: home.env.clone(),
+        env: os_env(&home.env),
     };
     let error = Runtime::boot(settings, missing).unwrap_err();
     assert_eq!(error.code(), "WORKSPACE_UNAVAILABLE");

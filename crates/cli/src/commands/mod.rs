@@ -16,6 +16,7 @@ mod repair;
 mod run;
 pub mod run_output;
 mod sessions;
+pub mod write_check;
 
 use crate::app::AppError;
 use crate::config::{ConfigError, Env, Overrides, ProcessEnv};
@@ -26,6 +27,7 @@ use dsh_tools_builtin::{ApprovalPolicy, SandboxMode};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use write_check::{CheckedWrite, WriteFailure};
 
 /// Exit statuses of `dsh`.
 pub mod exit {
@@ -39,6 +41,15 @@ pub mod exit {
     /// A run forced down by a second SIGTERM during its drain, like a shell's 128 + 15. (A
     /// single SIGTERM drains the turn and exits [`SUCCESS`].)
     pub const TERMINATED: u8 = 143;
+    /// A run forced down by a second signal after SIGHUP (its terminal closed), like a
+    /// shell's 128 + 1. (A single SIGHUP drains the turn and exits [`SUCCESS`].)
+    pub const HANGUP: u8 = 129;
+}
+
+/// Writes one line to stderr, ignoring failure: once the terminal is gone (SIGHUP) stderr
+/// fails, and `eprintln!` would panic exactly when dsh must shut down cleanly.
+pub(crate) fn stderr_line(text: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// A command-line mistake that clap cannot see (an empty prompt, a missing id).
@@ -207,7 +218,7 @@ pub fn main() -> ExitCode {
     };
     init_logging();
     if let Err(error) = crate::app::register_event_types() {
-        eprintln!("dsh: error: {}", AppError::EventTypes(error));
+        stderr_line(format_args!("dsh: error: {}", AppError::EventTypes(error)));
         return ExitCode::from(exit::FAILURE);
     }
     let result = match &cli.command {
@@ -215,25 +226,36 @@ pub fn main() -> ExitCode {
         None => interactive::run(&cli.global, &ProcessEnv),
         Some(Command::Run(args)) => run::run(&cli.global, args, &ProcessEnv),
         Some(_) => {
+            let failure = WriteFailure::default();
             let stdout = std::io::stdout();
-            let mut out = stdout.lock();
+            let mut out = CheckedWrite::new(stdout.lock(), failure.clone());
             let result = dispatch(&cli, &ProcessEnv, &mut out);
             let _ = out.flush();
-            result
+            // Output that never arrived (a full disk) is the failure to report, whatever
+            // the command made of it.
+            match failure.get() {
+                Some(failure) => Err(anyhow::anyhow!("cannot write to stdout: {failure}")),
+                None => result,
+            }
         }
     };
     match result {
         Ok(status) => ExitCode::from(status),
         Err(error) => {
-            eprintln!("dsh: error: {error:#}");
+            stderr_line(format_args!("dsh: error: {error:#}"));
             ExitCode::from(exit_status(&error))
         }
     }
 }
 
-/// `DSH_LOG=warn` (any tracing filter) shows the plugins' diagnostics on stderr.
+/// `DSH_LOG=warn` (any tracing filter) shows the plugins' diagnostics on stderr. A value
+/// that is not UTF-8 cannot be a filter: said once, and logging stays off.
 fn init_logging() {
-    let Ok(filter) = std::env::var("DSH_LOG") else {
+    let Some(filter) = std::env::var_os("DSH_LOG") else {
+        return;
+    };
+    let Ok(filter) = filter.into_string() else {
+        stderr_line("dsh: warning: DSH_LOG is not valid UTF-8, so it is ignored");
         return;
     };
     let _ = tracing_subscriber::fmt()

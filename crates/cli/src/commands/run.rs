@@ -1,14 +1,16 @@
 //! `dsh run [PROMPT]`: one headless turn, streamed, with an exit status that says how it
 //! ended.
 //!
-//! SIGINT and SIGTERM both cancel the turn with cause `user` and give the loop a bounded
-//! drain (at most [`DRAIN_LIMIT`]) to close the turn and flush the session, so the log stays
-//! balanced. Afterwards SIGINT exits 130 and SIGTERM exits 0: a terminate request that was
-//! honoured is a clean shutdown, not a failure. A second signal during the drain exits at
-//! once.
+//! SIGINT, SIGTERM and SIGHUP all cancel the turn with cause `user` and give the loop a
+//! bounded drain (at most [`DRAIN_LIMIT`]) to close the turn, stop its commands (their whole
+//! process group) and flush the session, so the log stays balanced. Afterwards SIGINT exits
+//! 130, and SIGTERM and SIGHUP exit 0: a terminate request that was honoured is a clean
+//! shutdown, not a failure, and a closed terminal (SIGHUP) is a terminate request. A second
+//! signal during the drain exits at once. Once the terminal is gone, writing to it fails, so
+//! nothing on these paths may panic on a failed write (`eprintln!` would).
 
 use super::run_output::{exit_status, RunOutput};
-use super::{exit, GlobalArgs, RunArgs, UsageError};
+use super::{exit, stderr_line, GlobalArgs, RunArgs, UsageError};
 use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
 use crate::config::{load, Env};
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
@@ -151,10 +153,26 @@ async fn drive(
         .then_some(args.max_turns)
         .flatten();
     output.finish(id.as_str(), cap);
-    Ok(match stop {
-        Some(Stop::Terminate) => exit::SUCCESS,
-        Some(Stop::Interrupt) | None => exit_status(output.outcome().as_ref()),
-    })
+    let status = match stop {
+        Some(stop) => stop.drained_status_after(output.outcome().as_ref()),
+        None => exit_status(output.outcome().as_ref()),
+    };
+    // After SIGHUP the terminal is gone and writing to it fails: that is not news.
+    let failure = output
+        .stdout_failure()
+        .filter(|_| stop != Some(Stop::Hangup));
+    if let Some(failure) = failure {
+        // The answer (or the JSON lines) did not reach their destination: not a success,
+        // whatever the turn did. The log has it all; say where.
+        stderr_line(format_args!(
+            "dsh: error: cannot write to stdout: {failure}; the session is stored as {}",
+            id.as_str()
+        ));
+        if status == exit::SUCCESS {
+            return Ok(exit::FAILURE);
+        }
+    }
+    Ok(status)
 }
 
 /// A signal that stops the run.
@@ -164,6 +182,9 @@ enum Stop {
     Interrupt,
     /// SIGTERM: something (a supervisor, `kill`) asked the process to shut down.
     Terminate,
+    /// SIGHUP: the terminal was closed. Handled as SIGTERM (the default action would kill
+    /// dsh on the spot, leaving the turn open and its command running).
+    Hangup,
 }
 
 impl Stop {
@@ -171,7 +192,15 @@ impl Stop {
     fn drained_status(self) -> u8 {
         match self {
             Self::Interrupt => exit::INTERRUPTED,
-            Self::Terminate => exit::SUCCESS,
+            Self::Terminate | Self::Hangup => exit::SUCCESS,
+        }
+    }
+
+    /// The status once the turn closed in time: an interrupt reports the turn's outcome.
+    fn drained_status_after(self, outcome: Option<&dsh_session::TurnEndReason>) -> u8 {
+        match self {
+            Self::Interrupt => exit_status(outcome),
+            Self::Terminate | Self::Hangup => exit::SUCCESS,
         }
     }
 
@@ -180,14 +209,16 @@ impl Stop {
         match self {
             Self::Interrupt => exit::INTERRUPTED,
             Self::Terminate => exit::TERMINATED,
+            Self::Hangup => exit::HANGUP,
         }
     }
 }
 
-/// The SIGINT and SIGTERM streams, read as one.
+/// The SIGINT, SIGTERM and SIGHUP streams, read as one.
 struct StopSignals {
     interrupt: Signal,
     terminate: Signal,
+    hangup: Signal,
 }
 
 impl StopSignals {
@@ -195,6 +226,7 @@ impl StopSignals {
         Ok(Self {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
         })
     }
 
@@ -202,6 +234,7 @@ impl StopSignals {
         tokio::select! {
             _ = self.interrupt.recv() => Stop::Interrupt,
             _ = self.terminate.recv() => Stop::Terminate,
+            _ = self.hangup.recv() => Stop::Hangup,
         }
     }
 }
@@ -221,7 +254,7 @@ async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<
         stop = signals.recv() => stop,
     };
     if let Err(error) = agent.cancel(AgentCancelCause::User, CancelOptions::default()) {
-        eprintln!("dsh: cancelling: {error}");
+        stderr_line(format_args!("dsh: cancelling: {error}"));
     }
     let drain = async {
         idle.await;
@@ -230,15 +263,15 @@ async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<
     tokio::select! {
         drained = tokio::time::timeout(DRAIN_LIMIT, drain) => {
             if drained.is_err() {
-                eprintln!(
+                stderr_line(format_args!(
                     "dsh: the turn did not close within {} s; exiting without waiting",
                     DRAIN_LIMIT.as_secs()
-                );
+                ));
                 std::process::exit(i32::from(stop.drained_status()));
             }
         }
         second = signals.recv() => {
-            eprintln!("dsh: signalled twice; exiting without waiting for the turn to close");
+            stderr_line("dsh: signalled twice; exiting without waiting for the turn to close");
             std::process::exit(i32::from(second.forced_status()));
         }
     }

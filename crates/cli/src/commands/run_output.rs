@@ -5,8 +5,11 @@
 //! - JSON mode (`--json`): JSON Lines on stdout: a `session` line, every session event
 //!   exactly as the log stores it, and a final `result` line.
 //!
-//! Output errors (a closed pipe) never stop the run: the log is the record, not the screen.
+//! Output errors (a closed pipe, a full disk) never stop the run: the log is the record, not
+//! the screen. A failure to write stdout is remembered ([`RunOutput::stdout_failure`]) so
+//! that the run can report it and exit 1 at the end.
 
+use super::write_check::{CheckedWrite, WriteFailure};
 use crate::tui::args_summary;
 use dsh_protocol::{StreamChunk, TokenUsage};
 use dsh_session::{EventData, SessionEvent, TurnEndCancelCause, TurnEndReason};
@@ -19,6 +22,7 @@ use std::sync::{Mutex, PoisonError};
 pub struct RunOutput {
     json: bool,
     state: Mutex<State>,
+    stdout_failure: WriteFailure,
 }
 
 impl std::fmt::Debug for RunOutput {
@@ -70,8 +74,11 @@ fn first_line(text: &str) -> &str {
 
 impl RunOutput {
     pub fn new(json: bool, out: Box<dyn Write + Send>, err: Box<dyn Write + Send>) -> Self {
+        let stdout_failure = WriteFailure::default();
+        let out = Box::new(CheckedWrite::new(out, stdout_failure.clone()));
         Self {
             json,
+            stdout_failure,
             state: Mutex::new(State {
                 out,
                 err,
@@ -121,6 +128,11 @@ impl RunOutput {
         } else {
             state.human(event);
         }
+    }
+
+    /// Why writing stdout failed, if it did (a closed pipe does not count).
+    pub fn stdout_failure(&self) -> Option<String> {
+        self.stdout_failure.get()
     }
 
     /// The reason of the last `turn/end` seen.

@@ -5,13 +5,14 @@
 //! reads the index only; `show`, `verify` and `export` read one log each.
 
 use super::repair;
-use super::{exit, GlobalArgs, SessionsCommand, UsageError};
+use super::{exit, stderr_line, GlobalArgs, SessionsCommand, UsageError};
 use crate::app::{find_session, persistence_config, sessions_of, Runtime};
 use crate::config::{load, Env};
 use crate::tui::{transcript_lines, Transcript};
 use dsh_protocol::SessionId;
 use dsh_store::{
-    read_log, JsonlBackend, JsonlConfig, SessionPersistence, SessionSummary, StoreError,
+    display_cwd, read_log, Compression, JsonlBackend, JsonlConfig, SessionPersistence,
+    SessionSummary, StoreError,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -84,6 +85,11 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
     } else {
         sessions_of(&store.backend, &store.workspace)?
     };
+    if let Some(problem) = store.backend.index_problem() {
+        stderr_line(format_args!(
+            "dsh: note: {problem}; listed by reading every session log instead"
+        ));
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string(&summaries)?)?;
         return Ok(exit::SUCCESS);
@@ -97,7 +103,7 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
                 store.workspace.display()
             )
         };
-        eprintln!("no stored sessions in {place}");
+        stderr_line(format_args!("no stored sessions in {place}"));
         return Ok(exit::SUCCESS);
     }
     let width = summaries.iter().map(|s| s.id.len()).max().unwrap_or(0);
@@ -118,7 +124,7 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
         };
         let title = s.title.as_deref().unwrap_or("");
         let title = if all {
-            format!("{}  {title}", s.cwd.as_deref().unwrap_or("?"))
+            format!("{}  {title}", display_cwd(s.cwd.as_deref().unwrap_or("?")))
         } else {
             title.to_owned()
         };
@@ -139,11 +145,8 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
 /// left out), exactly as stored otherwise.
 pub(super) fn raw_log(store: &Store, id: &SessionId) -> anyhow::Result<(Value, Vec<Value>)> {
     let path = store.backend.locate(id)?;
-    let log = read_log(
-        &path,
-        store.backend.layout().compression(),
-        Some(id.as_str()),
-    )?;
+    let compression = Compression::of_path(&path).unwrap_or_default();
+    let log = read_log(&path, compression, Some(id.as_str()))?;
     Ok((log.header.to_value(), log.events))
 }
 
@@ -163,7 +166,7 @@ fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::
         out,
         "session {}  ·  {}  ·  created {} UTC",
         header.id.as_str(),
-        header.cwd.as_deref().unwrap_or("?"),
+        display_cwd(header.cwd.as_deref().unwrap_or("?")),
         format_time(header.created_at)
     )?;
     writeln!(out)?;
@@ -243,7 +246,10 @@ fn verify(
         }
     }
     if corrupt > 0 {
-        eprintln!("dsh: {corrupt} of {} session logs are damaged", ids.len());
+        stderr_line(format_args!(
+            "dsh: {corrupt} of {} session logs are damaged",
+            ids.len()
+        ));
         return Ok(exit::FAILURE);
     }
     Ok(exit::SUCCESS)
@@ -276,7 +282,11 @@ fn export(
             std::fs::write(&path, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
             writeln!(out, "{}", path.display())?;
-            eprintln!("exported {} events of {}", events.len(), id.as_str());
+            stderr_line(format_args!(
+                "exported {} events of {}",
+                events.len(),
+                id.as_str()
+            ));
         }
     }
     Ok(exit::SUCCESS)

@@ -11,11 +11,10 @@ use std::path::PathBuf;
 pub enum ConfigError {
     #[error("cannot locate the dsh home directory: set DSH_HOME or HOME")]
     NoHome,
-    #[error("{}: cannot read the settings file: {source}", path.display())]
-    Unreadable {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The settings file exists but cannot be used: unreadable, not a regular file (a FIFO,
+    /// a device such as `/dev/zero`), or larger than [`super::SETTINGS_MAX_BYTES`].
+    #[error("{}: cannot read the settings file: {reason}", path.display())]
+    Unreadable { path: PathBuf, reason: String },
     #[error("{}:{line}: invalid TOML: {message}", path.display())]
     Syntax {
         path: PathBuf,

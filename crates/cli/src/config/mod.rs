@@ -74,6 +74,8 @@ use std::path::PathBuf;
 
 /// The settings file's name inside `$DSH_HOME`.
 pub const SETTINGS_FILE: &str = "settings.toml";
+/// The largest settings file read (real ones are a few KiB; more is a mistake, or a device).
+pub const SETTINGS_MAX_BYTES: u64 = 1 << 20;
 
 /// `$DSH_HOME`: `--home`, else `DSH_HOME`, else `$HOME/.dsh`.
 pub fn resolve_home(env: &dyn Env, flags: &Overrides) -> Result<Sourced<PathBuf>, ConfigError> {
@@ -95,14 +97,21 @@ pub fn resolve_home(env: &dyn Env, flags: &Overrides) -> Result<Sourced<PathBuf>
 }
 
 /// Loads the effective settings. A missing settings file means "all defaults"; an
-/// unreadable or invalid one is an error.
+/// unreadable or invalid one is an error, and so is one that is not a regular file or is
+/// larger than [`SETTINGS_MAX_BYTES`] (it is never read: `/dev/zero` would never end and a
+/// FIFO would never answer).
 pub fn load(env: &dyn Env, flags: &Overrides) -> Result<Settings, ConfigError> {
     let home = resolve_home(env, flags)?;
     let path = home.value.join(SETTINGS_FILE);
-    let file = match std::fs::read_to_string(&path) {
+    let file = match dsh_store::read_regular_text(&path, SETTINGS_MAX_BYTES) {
         Ok(text) => Some(file::read(&path, &text)?),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(ConfigError::Unreadable { path, source }),
+        Err(error) if error.is_not_found() => None,
+        Err(error) => {
+            return Err(ConfigError::Unreadable {
+                reason: error.reason(),
+                path,
+            })
+        }
     };
     settings::resolve(home, path, file, env, flags)
 }

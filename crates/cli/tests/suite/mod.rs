@@ -1,6 +1,7 @@
 mod binary;
 mod crash;
 mod extension_points;
+mod hardening;
 mod run;
 mod run_support;
 mod sessions;

@@ -74,6 +74,11 @@ fn tmux_available() -> bool {
 
 /// The shell command tmux runs: `dsh` in the workspace with a clean environment.
 fn dsh_command(sandbox: &Sandbox) -> String {
+    dsh_command_with(sandbox, &[])
+}
+
+/// [`dsh_command`] with `args` after `dsh`, and the sandbox's extra environment.
+fn dsh_command_with(sandbox: &Sandbox, args: &[&str]) -> String {
     let mut env = vec![
         format!(
             "DSH_HOME={}",
@@ -87,11 +92,16 @@ fn dsh_command(sandbox: &Sandbox) -> String {
     if let Some(url) = &sandbox.base_url {
         env.push(format!("DEEPSEEK_BASE_URL={}", quote(url)));
     }
+    for (key, value) in &sandbox.env {
+        env.push(format!("{key}={}", quote(value)));
+    }
+    let args: Vec<String> = args.iter().map(|arg| quote(arg)).collect();
     format!(
-        "cd {} && exec env -i {} {}",
+        "cd {} && exec env -i {} {} {}",
         quote(&sandbox.cwd.path().display().to_string()),
         env.join(" "),
-        quote(env!("CARGO_BIN_EXE_dsh"))
+        quote(env!("CARGO_BIN_EXE_dsh")),
+        args.join(" ")
     )
 }
 
@@ -122,10 +132,15 @@ fn turn_end_kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
 impl Tmux {
     /// Starts `dsh` for `sandbox` in a 90x24 pane and waits for its input box.
     fn start(sandbox: &Sandbox) -> Self {
+        Self::start_with(sandbox, &[])
+    }
+
+    /// [`start`](Self::start) with `args` on dsh's command line.
+    fn start_with(sandbox: &Sandbox, args: &[&str]) -> Self {
         let tmux = Tmux {
             socket: sandbox.home.path().join("tmux.sock"),
         };
-        let command = dsh_command(sandbox);
+        let command = dsh_command_with(sandbox, args);
         let started = tmux.run(&[
             "new-session",
             "-d",
@@ -531,6 +546,82 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
     assert_eq!(
         turn_end_kinds(&stored[0].events),
         ["completed", "completed"]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_closed_terminal_closes_the_turn_and_stops_its_command() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(
+        Script::new()
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": "echo $$ > pid; sleep 30; touch after", "description": "Wait"}),
+            ))
+            .respond(Reply::text("never asked for")),
+    )
+    .await;
+    let mut sandbox = Sandbox::new().with_server(&server);
+    let tmp = tempfile::tempdir().unwrap();
+    sandbox
+        .env
+        .push(("TMPDIR".into(), tmp.path().display().to_string()));
+    let sandbox = Arc::new(sandbox);
+    let in_pane = sandbox.clone();
+    let pid = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start_with(&in_pane, &["--approval", "never"]);
+        tmux.enter("wait for it");
+        let pid_file = in_pane.cwd.path().join("pid");
+        let start = Instant::now();
+        let pid = loop {
+            let pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok());
+            if let Some(pid) = pid {
+                break pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the command never started; the pane shows:\n{}",
+                tmux.pane()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // Closing the terminal: dsh gets SIGHUP (it used to die of it on the spot).
+        tmux.run(&["kill-server"]);
+        pid
+    })
+    .await
+    .unwrap();
+    let gone = |pid: i32| {
+        // SAFETY: signal 0 only checks whether the process exists.
+        unsafe { libc::kill(pid, 0) != 0 && *libc::__errno_location() == libc::ESRCH }
+    };
+    let start = Instant::now();
+    let settled = || {
+        gone(pid)
+            && std::fs::read_dir(tmp.path()).unwrap().next().is_none()
+            && stored(&sandbox.sessions_root())
+                .first()
+                .is_some_and(|s| !turn_end_kinds(&s.events).is_empty())
+    };
+    while !settled() && start.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone(pid), "the command outlived the terminal");
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    assert_eq!(turn_end_kinds(&stored[0].events), ["aborted"]);
+    dsh_testkit::checks::assert_log_ok(&stored[0].events);
+    assert!(!sandbox.cwd.path().join("after").exists());
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "the temp area was left behind"
     );
     server.shutdown().await;
 }

@@ -219,3 +219,72 @@ fn listing_ten_thousand_sessions_reads_only_the_index() {
     .unwrap();
     bulk_listing(dir.path(), 10_000);
 }
+
+/// The names directly under the store root.
+fn root_names(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_index_that_is_a_directory_is_listed_around_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    write_session(dir.path(), "a", "/w/one", 1);
+    fs::create_dir(dir.path().join(INDEX_FILE)).unwrap();
+    let before = root_names(dir.path());
+    for n in 1..=3 {
+        let store = backend(dir.path());
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), n);
+        assert_eq!(listed.iter().map(|s| s.turns).sum::<u64>(), n as u64);
+        let problem = store.index_problem().unwrap();
+        assert!(problem.contains("is a directory"), "{problem}");
+        // an append updates the index too, and must not create anything either
+        use dsh_session::{AppendOptions, EventData, Session, SessionHeader, TurnStart};
+        let mut header = SessionHeader::new(format!("live{n}").into(), 3);
+        header.cwd = Some("/w/one".into());
+        store.create(&header).unwrap();
+        let session = Session::new(header).unwrap();
+        let event = session
+            .append(
+                EventData::TurnStart(TurnStart { turn: 1 }),
+                AppendOptions::log_only(),
+            )
+            .unwrap();
+        store.append(session.id(), &[event]).unwrap();
+    }
+    assert_eq!(root_names(dir.path()), before);
+    assert!(dir.path().join(INDEX_FILE).is_dir());
+}
+
+#[test]
+fn an_index_that_is_a_fifo_or_a_device_is_never_read() {
+    for target in ["fifo", "/dev/zero"] {
+        let dir = tempfile::tempdir().unwrap();
+        write_session(dir.path(), "a", "/w/one", 2);
+        let index = dir.path().join(INDEX_FILE);
+        if target == "fifo" {
+            let name = std::ffi::CString::new(index.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: `name` is a NUL-terminated path that outlives the call.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        } else {
+            std::os::unix::fs::symlink(target, &index).unwrap();
+        }
+        // Would block forever (FIFO) or read without end (/dev/zero) before the fix.
+        let store = backend(dir.path());
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].turns, 2);
+        let problem = store.index_problem().unwrap();
+        assert!(problem.contains("not a regular file"), "{problem}");
+        // the rewrite replaced the odd entry with a real index, which the next process uses
+        assert!(fs::symlink_metadata(&index).unwrap().is_file());
+        let next = backend(dir.path());
+        assert_eq!(next.list().unwrap(), listed);
+        assert_eq!(next.index_problem(), None);
+    }
+}

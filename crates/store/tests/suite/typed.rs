@@ -8,7 +8,7 @@ use std::sync::Arc;
 use dsh_protocol::SessionId;
 use dsh_session::{EventData, SessionEvent, TOOL_OUTCOME_UNKNOWN};
 use dsh_store::{
-    read_log, Compression, JsonlBackend, JsonlConfig, LogFormat, LogHeader, LogWriter,
+    read_log, Compression, JsonlBackend, JsonlConfig, LogFormat, LogHeader, LogLock, LogWriter,
     SessionPersistence, TornReason, WriteBehindConfig, WriteCoordinator,
 };
 use serde_json::{json, Value};
@@ -207,15 +207,154 @@ fn refused_logs_are_reported_and_left_alone() {
 }
 
 #[test]
-fn a_root_holds_one_encoding() {
-    let (dir, _, id, _) = fixture_backend("text", Compression::None);
-    let zstd = JsonlBackend::new(JsonlConfig::new(dir.path()));
-    assert_eq!(
-        zstd.prepare(&id).unwrap_err().code(),
-        "SESSION_ENCODING_MISMATCH"
+fn a_held_writer_lock_refuses_every_other_writer_and_a_repair_works_under_it() {
+    let (_dir, backend, id, log) = fixture_backend("multi-turn", Compression::None);
+    // A crash in turn 2: the log stops mid-write of a line.
+    let original = fs::read_to_string(&log).unwrap();
+    let kept: Vec<&str> = original.lines().take(60).collect();
+    let crashed = kept.join("\n") + "\n{\"type\":\"assistant/chu";
+    fs::write(&log, &crashed).unwrap();
+
+    let held = LogLock::acquire(&log).unwrap();
+    assert_eq!(held.path(), log);
+    assert_eq!(LogLock::acquire(&log).unwrap_err().code(), "SESSION_LOCKED");
+    // A writer that did not take part in the lock (a resume) is refused, the log untouched.
+    assert_eq!(backend.prepare(&id).unwrap_err().code(), "SESSION_LOCKED");
+    assert_eq!(fs::read_to_string(&log).unwrap(), crashed);
+
+    let prepared = backend.prepare_locked(&id, &held).unwrap();
+    assert!(prepared.torn_tail.is_some());
+    assert!(!prepared.closers.is_empty());
+    backend.release(&id);
+    // The lock is still held (the writer shared it), until it is dropped.
+    assert_eq!(LogLock::acquire(&log).unwrap_err().code(), "SESSION_LOCKED");
+    drop(held);
+    let again = LogLock::acquire(&log).unwrap();
+    // Restoring in place keeps the same file (and so the lock).
+    again.rewrite(crashed.as_bytes()).unwrap();
+    assert_eq!(fs::read_to_string(&log).unwrap(), crashed);
+    again.truncate(10).unwrap();
+    assert_eq!(fs::metadata(&log).unwrap().len(), 10);
+}
+
+/// A backend over `root` that writes new logs in `compression`.
+fn backend_writing(root: &Path, compression: Compression) -> JsonlBackend {
+    JsonlBackend::new(JsonlConfig {
+        root: root.to_owned(),
+        compression,
+        pack_chunks: true,
+    })
+}
+
+#[test]
+fn logs_in_either_encoding_are_found_whatever_is_configured() {
+    for stored in [Compression::None, Compression::Zstd] {
+        let (dir, native, id, log) = fixture_backend("multi-turn", stored);
+        let expected = values(&native.load(&id).unwrap().events);
+        // configured the other way, as a plain log under the default zstd setting is
+        let other = backend_writing(dir.path(), stored.other());
+        assert_eq!(other.locate(&id).unwrap(), log);
+        assert_eq!(Compression::of_path(&log), Some(stored));
+        let listed = other.list().unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|s| (&s.id[..], s.problem.is_none()))
+                .collect::<Vec<_>>(),
+            vec![(id.as_str(), true)]
+        );
+        assert_eq!(values(&other.load(&id).unwrap().events), expected);
+        assert!(!other.inspect(&id).unwrap().needs_repair());
+        assert_eq!(other.read_from(&id, 0).unwrap().len(), expected.len());
+
+        // resuming keeps the log's own encoding: appends land in the same file
+        let prepared = other.prepare(&id).unwrap();
+        let marker = prepared.session.events().last().unwrap().clone();
+        other.append(&id, &[marker]).unwrap();
+        other.release(&id);
+        let reread = read_log(&log, stored, Some(id.as_str())).unwrap();
+        assert_eq!(reread.events.len(), expected.len() + 1);
+        assert!(!log.with_file_name(stored.other().file_name()).exists());
+
+        // a fork is a new session: it is written in the configured encoding
+        let child = dsh_store::fork_stored(&other, &id, None, SessionId::from("child")).unwrap();
+        let child_log = other.locate(&child.id).unwrap();
+        assert_eq!(Compression::of_path(&child_log), Some(stored.other()));
+        assert_eq!(
+            native.locate(&child.id).unwrap(),
+            child_log,
+            "the native backend finds the child too"
+        );
+    }
+}
+
+#[test]
+fn new_sessions_use_the_configured_encoding_and_never_shadow_an_existing_log() {
+    let (dir, _, id, log) = fixture_backend("text", Compression::None);
+    let zstd = backend_writing(dir.path(), Compression::Zstd);
+    let header = zstd.load(&id).unwrap().header;
+    // the id is taken, even though its log is in the other encoding
+    let err = zstd.create(&header).unwrap_err();
+    assert_eq!(err.code(), "SESSION_ALREADY_EXISTS");
+    assert!(
+        err.to_string().contains(&log.display().to_string()),
+        "{err}"
     );
+
+    let mut fresh = header.clone();
+    fresh.id = SessionId::from("fresh");
+    zstd.create(&fresh).unwrap();
+    let session = dsh_session::Session::new(fresh.clone()).unwrap();
+    let event = session
+        .append(
+            EventData::TurnStart(dsh_session::TurnStart { turn: 1 }),
+            dsh_session::AppendOptions::log_only(),
+        )
+        .unwrap();
+    zstd.append(&fresh.id, &[event]).unwrap();
     assert_eq!(
-        zstd.prepare(&SessionId::from("nope")).unwrap_err().code(),
+        Compression::of_path(&zstd.locate(&fresh.id).unwrap()),
+        Some(Compression::Zstd)
+    );
+}
+
+#[test]
+fn a_log_stored_in_both_encodings_is_an_error_naming_both() {
+    let (dir, backend, id, log) = fixture_backend("text", Compression::None);
+    let (_, zstd_fixture) = fixture_log("text", Compression::Zstd);
+    let zstd_log = log.with_file_name(Compression::Zstd.file_name());
+    fs::copy(zstd_fixture, &zstd_log).unwrap();
+    let plain_before = fs::read(&log).unwrap();
+    let for_each_call = |backend: &JsonlBackend| {
+        let errors = [
+            backend.locate(&id).unwrap_err(),
+            backend.load(&id).unwrap_err(),
+            backend.inspect(&id).unwrap_err(),
+            backend.prepare(&id).unwrap_err(),
+        ];
+        for err in errors {
+            assert_eq!(err.code(), "SESSION_LOG_DUPLICATED");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "session log exists twice, as {} and as {}; keep the one with the \
+                     session's latest events and move the other out of the directory",
+                    log.display(),
+                    zstd_log.display()
+                )
+            );
+        }
+    };
+    for_each_call(&backend);
+    for_each_call(&backend_writing(dir.path(), Compression::Zstd));
+    // listing still shows the session once
+    assert_eq!(backend.list().unwrap().len(), 1);
+    assert_eq!(fs::read(&log).unwrap(), plain_before);
+    assert_eq!(
+        backend
+            .prepare(&SessionId::from("nope"))
+            .unwrap_err()
+            .code(),
         "SESSION_NOT_FOUND"
     );
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use dsh_tools::{Tool, Typed};
 use dsh_tools_builtin::scrub::env_pair;
-use dsh_tools_builtin::{Bash, BashArgs, Limits, ToolOutput};
+use dsh_tools_builtin::{Bash, BashArgs, Limits, SandboxMode, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -236,6 +236,31 @@ async fn empty_command_is_invalid() {
         .check_arguments(&json!({"description": "x"}))
         .unwrap_err();
     assert_eq!(problem, "missing field `command`");
+}
+
+#[tokio::test]
+async fn an_argument_list_too_long_says_so_and_what_to_do() {
+    // 20 MB: past both the per-argument and the total limit of execve (E2BIG), which used to
+    // be reported as "the sandbox itself failed".
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::DangerFullAccess] {
+        let fx = Fixture::mode(mode);
+        let command = format!("echo {}", "x".repeat(20 << 20));
+        let err = Bash
+            .run(args(&command), &fx.env, CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "ARGUMENT_LIST_TOO_LONG", "{mode}: {err}");
+        assert_eq!(err.name(), "SpawnError");
+        let message = err.to_string();
+        for part in [
+            "the command is too long to start",
+            "(E2BIG)",
+            "its longest argument alone is 20971526 bytes, and Linux accepts at most 131072 bytes in one argument",
+            "write it to a file with the write tool and run a script",
+        ] {
+            assert!(message.contains(part), "{mode}: {part:?} missing from {message}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -157,8 +157,41 @@ fn an_unreadable_settings_file_is_an_error_not_defaults() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: cannot read the settings file: Is a directory (os error 21)",
+            "{}: cannot read the settings file: it is a directory, not a regular file",
             home.path().join(SETTINGS_FILE).display()
         )
     );
+}
+
+#[test]
+fn a_settings_file_that_is_a_device_a_fifo_or_huge_is_never_read() {
+    let path_of = |home: &tempfile::TempDir| home.path().join(SETTINGS_FILE);
+    let message = |home: &tempfile::TempDir| {
+        let error = load(&env_of(home.path(), &[]), &Overrides::default()).unwrap_err();
+        assert_eq!(error.code(), "SETTINGS_UNREADABLE");
+        error.to_string()
+    };
+    // /dev/zero used to be read until memory ran out.
+    let zero = home_with(None);
+    std::os::unix::fs::symlink("/dev/zero", path_of(&zero)).unwrap();
+    assert_eq!(
+        message(&zero),
+        format!(
+            "{}: cannot read the settings file: it is a character device, not a regular file",
+            path_of(&zero).display()
+        )
+    );
+    // A FIFO used to block the open forever.
+    let fifo = home_with(None);
+    let name = std::ffi::CString::new(path_of(&fifo).as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `name` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    assert!(message(&fifo).ends_with("it is a FIFO, not a regular file"));
+    let huge = home_with(None);
+    let file = std::fs::File::create(path_of(&huge)).unwrap();
+    file.set_len(crate::config::SETTINGS_MAX_BYTES + 1).unwrap();
+    assert!(message(&huge).ends_with(&format!(
+        "it is larger than the limit of {} bytes for this file",
+        crate::config::SETTINGS_MAX_BYTES
+    )));
 }

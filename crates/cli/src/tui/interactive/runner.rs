@@ -99,8 +99,19 @@ impl<B: Backend> Runner<B> {
         Ok(())
     }
 
-    /// Runs until the person quits or `inputs` closes, then shuts the driver down.
+    /// Runs until the person quits or `inputs` closes, then shuts the driver down. The
+    /// driver is shut down on an error too: a terminal that went away (SIGHUP) fails the
+    /// next redraw, and the session must still be closed and flushed.
     pub async fn run(&mut self, inputs: &mut mpsc::UnboundedReceiver<Input>) -> io::Result<()> {
+        let result = self.run_until_quit(inputs).await;
+        self.driver.shutdown().await;
+        result
+    }
+
+    async fn run_until_quit(
+        &mut self,
+        inputs: &mut mpsc::UnboundedReceiver<Input>,
+    ) -> io::Result<()> {
         let mut ticks = tokio::time::interval(std::time::Duration::from_millis(TICK_MS));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         self.draw()?;
@@ -122,7 +133,6 @@ impl<B: Backend> Runner<B> {
             }
             self.draw()?;
         }
-        self.driver.shutdown().await;
         Ok(())
     }
 

@@ -119,16 +119,21 @@ fn leave(terminal: &mut Terminal<CrosstermBackend<Stdout>>) -> io::Result<()> {
     terminal.show_cursor()
 }
 
-/// SIGTERM quits like `/quit`: the driver shuts down and the session is flushed.
+/// SIGTERM and SIGHUP (the terminal was closed) quit like `/quit`: the driver shuts down,
+/// which cancels a running turn, stops its commands and flushes the session. Without a
+/// handler SIGHUP would kill dsh on the spot, the turn left open and its command running.
 #[cfg(unix)]
 fn spawn_terminate_watch(sender: mpsc::UnboundedSender<Input>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-        return;
-    };
-    tokio::spawn(async move {
-        if terminate.recv().await.is_some() {
-            let _ = sender.send(Input::Quit);
-        }
-    });
+    for kind in [SignalKind::terminate(), SignalKind::hangup()] {
+        let Ok(mut stop) = signal(kind) else {
+            continue;
+        };
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            if stop.recv().await.is_some() {
+                let _ = sender.send(Input::Quit);
+            }
+        });
+    }
 }
