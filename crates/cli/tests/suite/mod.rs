@@ -3,6 +3,7 @@ mod crash;
 mod run;
 mod run_support;
 mod sessions;
+mod streams;
 mod tui_binary;
 mod tui_runner;
 mod tui_state;
