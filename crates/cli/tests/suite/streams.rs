@@ -382,3 +382,39 @@ async fn a_base_url_that_is_no_url_is_refused_before_anything_runs() {
     assert!(!sandbox.sessions_root().exists());
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn session_listings_and_transcripts_show_no_escape_sequences() {
+    let server = serve(Script::new().respond(Reply::text("ok \u{1b}[2Jthere"))).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let prompt = "\u{1b}]0;PWNED\u{7}hello";
+    let output = sandbox.dsh(&["run", prompt]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let id = session_of(&output);
+    let list = sandbox.dsh(&["sessions", "list"]).await;
+    let show = sandbox.dsh(&["sessions", "show", &id]).await;
+    for shown in [text(&list.stdout), text(&show.stdout)] {
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains("PWNED"),
+            "{shown:?}"
+        );
+    }
+    assert!(
+        text(&list.stdout).contains("  hello"),
+        "{}",
+        text(&list.stdout)
+    );
+    assert!(
+        text(&show.stdout).contains("• ok there"),
+        "{}",
+        text(&show.stdout)
+    );
+    // The JSON forms are exact.
+    let json = sandbox.dsh(&["sessions", "list", "--json"]).await;
+    assert!(
+        text(&json.stdout).contains("\\u001b]0;PWNED"),
+        "{}",
+        text(&json.stdout)
+    );
+    server.shutdown().await;
+}
