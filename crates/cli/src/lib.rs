@@ -13,10 +13,13 @@
 //!   creates and resumes agents and streams their session events to a surface.
 //! - [`commands`]: the clap command tree (`run`, `sessions`, `config`); `main.rs` only calls
 //!   [`commands::main`].
+//! - [`sanitize`]: strips control and escape sequences from model and tool text bound for a
+//!   terminal; `dsh run` and the interactive UI both use it.
 
 pub mod app;
 pub mod commands;
 pub mod config;
 pub mod instructions;
 pub mod persona;
+pub mod sanitize;
 pub mod tui;

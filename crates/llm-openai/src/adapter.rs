@@ -173,10 +173,25 @@ impl OpenAiAdapter {
         })?;
         let headers = self.headers(&request)?;
         let base_url = self.route.resolve_base_url(self.env.as_ref());
-        let url = format!("{base_url}/chat/completions");
+        // A URL that cannot be one fails here, as configuration, not as a transport failure
+        // that the retry policy would try again.
+        let url = crate::config::check_base_url(&base_url)
+            .and_then(|()| {
+                reqwest::Url::parse(&format!("{base_url}/chat/completions"))
+                    .map_err(|error| error.to_string())
+            })
+            .map_err(|reason| {
+                LlmError::new(
+                    INVALID_CONFIG,
+                    format!(
+                        "the base URL {base_url:?} of provider route '{}' is not usable: {reason}",
+                        self.route.route
+                    ),
+                )
+            })?;
         let idle = Duration::from_millis(self.route.stream_idle_timeout_ms.max(1));
         let cancel = request.cancel.clone();
-        let send = self.client.post(&url).headers(headers).body(body).send();
+        let send = self.client.post(url).headers(headers).body(body).send();
         let response = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(aborted()),
@@ -202,7 +217,17 @@ impl OpenAiAdapter {
                 "the model API returned no response body",
             ));
         }
-        Ok(chunk_stream(response.bytes_stream().boxed(), idle, cancel))
+        let request_id = response_request_id(response.headers());
+        let limits = BodyLimits::of(&self.route);
+        let decoder = StreamDecoder::with_limits(limits.max_line, limits.line_setting.clone())
+            .with_request_id(request_id);
+        Ok(chunk_stream(
+            response.bytes_stream().boxed(),
+            decoder,
+            limits,
+            idle,
+            cancel,
+        ))
     }
 }
 
@@ -239,6 +264,14 @@ fn idle_timeout(idle: Duration) -> LlmError {
     )
 }
 
+/// The provider's id for this response, when it sends one.
+fn response_request_id(headers: &HeaderMap) -> Option<String> {
+    ["x-request-id", "x-deepseek-request-id"]
+        .iter()
+        .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .map(str::to_string)
+}
+
 /// Reads (a bounded prefix of) an error response and classifies it.
 async fn read_error(
     response: reqwest::Response,
@@ -254,7 +287,7 @@ async fn read_error(
             .map(str::to_string)
     };
     let retry_after = header("retry-after");
-    let request_id = header("x-request-id").or_else(|| header("x-deepseek-request-id"));
+    let request_id = response_request_id(response.headers());
     let mut body = Vec::new();
     let mut bytes = response.bytes_stream();
     while body.len() < MAX_ERROR_BODY {
@@ -278,30 +311,69 @@ async fn read_error(
     )
 }
 
+/// How much of a response body the adapter reads, and the settings that say so (for the
+/// error a peer over the limit gets).
+struct BodyLimits {
+    max_line: usize,
+    max_response: u64,
+    line_setting: String,
+    response_setting: String,
+}
+
+impl BodyLimits {
+    fn of(route: &RouteConfig) -> Self {
+        let setting = |name: &str| format!("{name} of provider route '{}'", route.route);
+        Self {
+            max_line: usize::try_from(route.max_sse_line_bytes).unwrap_or(usize::MAX),
+            max_response: route.max_response_bytes.max(1),
+            line_setting: setting("max_sse_line_bytes"),
+            response_setting: setting("max_response_bytes"),
+        }
+    }
+
+    fn too_large(&self) -> LlmError {
+        LlmError::new(
+            codes::RESPONSE_TOO_LARGE,
+            format!(
+                "the model API response exceeded {} bytes ({}); the rest was not read",
+                self.max_response, self.response_setting
+            ),
+        )
+    }
+}
+
 struct BodyState {
     bytes: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
     decoder: StreamDecoder,
     pending: VecDeque<StreamChunk>,
     scratch: Vec<StreamChunk>,
     error: Option<LlmError>,
+    limits: BodyLimits,
+    /// Body bytes decoded so far.
+    received: u64,
     idle: Duration,
     cancel: CancellationToken,
 }
 
 /// Reads the body, translating as bytes arrive. Each read is bounded by the idle timeout and
-/// raced against cancellation; the body (and with it the connection) is dropped as soon as
-/// the stream ends, fails or is cancelled.
+/// raced against cancellation, and the body as a whole by the route's size limits; the body
+/// (and with it the connection) is dropped as soon as the stream ends, fails, goes over a
+/// limit or is cancelled.
 fn chunk_stream(
     bytes: BoxStream<'static, reqwest::Result<Bytes>>,
+    decoder: StreamDecoder,
+    limits: BodyLimits,
     idle: Duration,
     cancel: CancellationToken,
 ) -> ChunkStream {
     let state = BodyState {
         bytes: Some(bytes),
-        decoder: StreamDecoder::new(),
+        decoder,
         pending: VecDeque::new(),
         scratch: Vec::new(),
         error: None,
+        limits,
+        received: 0,
         idle,
         cancel,
     };
@@ -323,7 +395,20 @@ fn chunk_stream(
             let result = match next {
                 Err(None) => Err(aborted()),
                 Err(Some(idle)) => Err(idle_timeout(idle)),
-                Ok(Some(Ok(part))) => st.decoder.push(&part, &mut st.scratch),
+                Ok(Some(Ok(part))) => {
+                    // Exactly the first `max_response` bytes are read, however the reads
+                    // fall: a response that completes within them is whole.
+                    let room = st.limits.max_response.saturating_sub(st.received);
+                    let take = usize::try_from(room).map_or(part.len(), |room| room.min(part.len()));
+                    st.received = st.received.saturating_add(take as u64);
+                    let decoded = st.decoder.push(&part[..take], &mut st.scratch);
+                    match decoded {
+                        Ok(()) if take < part.len() && !st.decoder.is_done() => {
+                            Err(st.limits.too_large())
+                        }
+                        other => other,
+                    }
+                }
                 Ok(Some(Err(error))) => Err(LlmError::new(
                     codes::TRANSPORT,
                     "reading the model API response failed",

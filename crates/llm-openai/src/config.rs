@@ -13,6 +13,14 @@ pub const DEEPSEEK_ROUTE: &str = "deepseek-official";
 pub const OPENAI_COMPATIBLE_ROUTE: &str = "openai-compatible";
 /// How long a stream may stay silent before the call fails with `TIMEOUT`.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
+/// The longest event-stream line, and the largest event (its data lines joined), a response
+/// may send: 16 MiB. A delta is usually a few hundred bytes; the largest real ones are whole
+/// tool-call argument strings (a file to write) from gateways that do not stream them.
+pub const DEFAULT_MAX_SSE_LINE_BYTES: u64 = 16 * 1024 * 1024;
+/// The most body bytes one response may send: 128 MiB. DeepSeek's largest output (256k
+/// tokens) streamed one token per event, at about 300 bytes of JSON per event, is under
+/// 80 MB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 128 * 1024 * 1024;
 
 /// Where environment variables come from. Injected so tests (and embedders with their own
 /// credential stores) never depend on the process environment.
@@ -259,12 +267,48 @@ pub struct RouteConfig {
     pub thinking: Option<Thinking>,
     #[serde(default = "default_idle")]
     pub stream_idle_timeout_ms: u64,
+    /// The longest event-stream line or event a response may send; a longer one ends the
+    /// attempt with `RESPONSE_TOO_LARGE`.
+    #[serde(default = "default_max_line")]
+    pub max_sse_line_bytes: u64,
+    /// The most body bytes one response may send; more ends the attempt with
+    /// `RESPONSE_TOO_LARGE`.
+    #[serde(default = "default_max_response")]
+    pub max_response_bytes: u64,
     #[serde(default)]
     pub retry_policy: ResolvedRetryPolicy,
 }
 
 fn default_idle() -> u64 {
     DEFAULT_STREAM_IDLE_TIMEOUT_MS
+}
+
+fn default_max_line() -> u64 {
+    DEFAULT_MAX_SSE_LINE_BYTES
+}
+
+fn default_max_response() -> u64 {
+    DEFAULT_MAX_RESPONSE_BYTES
+}
+
+/// Checks that `url` can be a route's endpoint base: an absolute `http` or `https` URL with
+/// a host, without whitespace, a query or a fragment (`/chat/completions` is appended to
+/// it). The error says what is wrong, in words for a configuration message.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    if url.chars().any(char::is_whitespace) {
+        return Err("it contains whitespace".into());
+    }
+    let parsed = reqwest::Url::parse(url).map_err(|error| error.to_string())?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("the scheme is `{}`", parsed.scheme()));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("it names no host".into());
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("it has a query or fragment, which `/chat/completions` cannot follow".into());
+    }
+    Ok(())
 }
 
 impl RouteConfig {
@@ -302,6 +346,8 @@ impl RouteConfig {
             compat: Compat::deepseek(),
             thinking: None,
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            max_sse_line_bytes: DEFAULT_MAX_SSE_LINE_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry_policy: ResolvedRetryPolicy::default(),
         }
     }
@@ -332,6 +378,8 @@ impl RouteConfig {
             compat: Compat::openai(),
             thinking: None,
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            max_sse_line_bytes: DEFAULT_MAX_SSE_LINE_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry_policy: ResolvedRetryPolicy::default(),
         }
     }
@@ -410,6 +458,42 @@ mod tests {
         assert_eq!(route.resolve_base_url(&overridden), "http://127.0.0.1:9/v1");
         route.base_url = Some("http://explicit".into());
         assert_eq!(route.resolve_base_url(&overridden), "http://explicit");
+    }
+
+    #[test]
+    fn base_urls_are_checked_like_the_adapter_will_use_them() {
+        for good in [
+            "http://127.0.0.1:8080/v1",
+            "https://api.deepseek.com",
+            "http://[::1]:9/v1/",
+            "https://user:pw@gateway.example/openai",
+        ] {
+            assert_eq!(check_base_url(good), Ok(()), "{good}");
+        }
+        let reason = |url: &str| check_base_url(url).unwrap_err();
+        assert_eq!(reason("http://[::1"), "invalid IPv6 address");
+        assert_eq!(reason("localhost:8080"), "the scheme is `localhost`");
+        assert_eq!(reason("ftp://h"), "the scheme is `ftp`");
+        assert_eq!(reason("127.0.0.1:8080"), "relative URL without a base");
+        assert_eq!(reason("http://"), "empty host");
+        assert_eq!(reason("http://h:99999"), "invalid port number");
+        assert_eq!(reason("http://h /v1"), "it contains whitespace");
+        assert_eq!(
+            reason("http://h/v1?key=1"),
+            "it has a query or fragment, which `/chat/completions` cannot follow"
+        );
+    }
+
+    #[test]
+    fn limits_default_when_a_config_omits_them() {
+        let mut value = serde_json::to_value(RouteConfig::deepseek()).unwrap();
+        assert_eq!(value["maxSseLineBytes"], json!(16 * 1024 * 1024));
+        assert_eq!(value["maxResponseBytes"], json!(128 * 1024 * 1024));
+        let object = value.as_object_mut().unwrap();
+        object.remove("maxSseLineBytes");
+        object.remove("maxResponseBytes");
+        let back: RouteConfig = serde_json::from_value(value).unwrap();
+        assert_eq!(back, RouteConfig::deepseek());
     }
 
     #[test]

@@ -27,8 +27,9 @@ pub mod wire;
 
 pub use adapter::{register_routes, OpenAiAdapter, INVALID_CONFIG, USER_AGENT};
 pub use config::{
-    Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry, OpenAiConfig,
-    ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,
-    DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
+    check_base_url, Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry,
+    OpenAiConfig, ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    OPENAI_COMPATIBLE_ROUTE,
 };
 pub use plugin::{EnvSource, OpenAiPlugin};

@@ -1,4 +1,5 @@
-//! Classifying failed HTTP responses into stable failure codes.
+//! Classifying failed HTTP responses, and errors a server reports inside a stream, into
+//! stable failure codes.
 
 use dsh_llm::LlmError;
 use dsh_protocol::{codes, LlmFailure};
@@ -192,6 +193,157 @@ pub fn http_failure(
     })
 }
 
+/// Longest stretch of a non-JSON error event kept as the failure message.
+const MAX_RAW_MESSAGE_CHARS: usize = 500;
+
+/// The failure for an error a server reported inside a `200` event stream: a `data:` payload
+/// with an `error` member (vLLM, llama.cpp, OpenRouter and other OpenAI-compatible servers),
+/// a payload with `"object": "error"`, or any `event: error` event. `error` is the parsed
+/// payload when it is JSON; `raw` is the payload text.
+///
+/// The code says whether the loop retries it (the route's retry policy lists retryable codes),
+/// so it follows what the server says:
+///
+/// | the error object says | code |
+/// |---|---|
+/// | a status (`status`, `status_code`, or a numeric `code`) of 400–599 | as for an HTTP error of that status ([`classify`]): 429 `RATE_LIMIT`, 5xx `SERVER`, 401/403 `AUTH`, 400 `INVALID_REQUEST` or `CONTEXT_WINDOW_EXCEEDED`, quota wording `QUOTA` |
+/// | no status; quota wording | `QUOTA` |
+/// | `type`/`code` of rate limiting (`rate_limit_exceeded`, `too_many_requests`) | `RATE_LIMIT` |
+/// | `type`/`code` of a server fault (`server_error`, `internal_error`, `overloaded_error`, `service_unavailable`, `api_error`, `InternalServerError`) | `SERVER` |
+/// | `type`/`code` of a timeout | `TIMEOUT` |
+/// | context-overflow wording | `CONTEXT_WINDOW_EXCEEDED` |
+/// | `type`/`code` of a bad request (`invalid_request_error`, `BadRequestError`) | `INVALID_REQUEST` |
+/// | `type`/`code` of refused credentials (`authentication_error`, `permission_error`, `invalid_api_key`) | `AUTH` |
+/// | nothing dsh recognizes | `STREAM_ERROR` |
+///
+/// With the default policy `RATE_LIMIT`, `SERVER` and `TIMEOUT` are retried; the others end
+/// the turn. `STREAM_ERROR` is not retried: an error the server does not explain may well
+/// recur, and the person should see it.
+pub fn stream_failure(error: Option<&Value>, raw: &str, request_id: Option<&str>) -> LlmError {
+    let object = error.map(error_object);
+    let field = |name: &str| -> Option<String> {
+        match object?.get(name)? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    let text_field = |name: &str| match object?.get(name)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        _ => None,
+    };
+    let message = match object {
+        Some(Value::String(text)) if !text.trim().is_empty() => Some(text.trim().to_owned()),
+        _ => text_field("message").or_else(|| text_field("detail")),
+    }
+    .or_else(|| {
+        // Not JSON (or JSON without a message): the text itself, bounded.
+        (error.is_none() && !raw.trim().is_empty())
+            .then(|| raw.trim().chars().take(MAX_RAW_MESSAGE_CHARS).collect())
+    });
+    let status = ["status", "status_code", "code"]
+        .iter()
+        .filter_map(|name| field(name))
+        .find_map(|value| value.parse::<u16>().ok())
+        .filter(|status| (400..=599).contains(status));
+    let kinds: Vec<String> = [text_field("code"), text_field("type")]
+        .into_iter()
+        .flatten()
+        .collect();
+    let detail = kinds
+        .iter()
+        .cloned()
+        .chain(message.clone())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let code = match status {
+        Some(status) => classify(status, &detail),
+        None => classify_unstated(&kinds, &detail).to_owned(),
+    };
+    let message = match message {
+        Some(text) => format!("the model API reported an error mid-stream: {text}"),
+        None => "the model API reported an error mid-stream".to_owned(),
+    };
+    LlmError::from_failure(LlmFailure {
+        message,
+        code,
+        status,
+        provider_retry_after_ms: None,
+        request_id: request_id.filter(|id| !id.is_empty()).map(str::to_string),
+    })
+}
+
+/// The object describing the error: the payload's `error` member (one level of a nested
+/// `error.error` too, as some servers wrap it), or the payload itself.
+fn error_object(payload: &Value) -> &Value {
+    match payload.get("error") {
+        Some(inner) => match inner.get("error") {
+            Some(nested) if nested.is_object() => nested,
+            _ => inner,
+        },
+        None => payload,
+    }
+}
+
+/// The code for a stream error with no status, from its `type`/`code` words and wording.
+fn classify_unstated(kinds: &[String], detail: &str) -> &'static str {
+    // `rate_limit_exceeded`, `RateLimitError` and `rate-limit` all become `ratelimit...`.
+    let squashed: Vec<String> = kinds
+        .iter()
+        .map(|kind| {
+            kind.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect::<String>()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    let is = |words: &[&str]| squashed.iter().any(|kind| words.contains(&kind.as_str()));
+    let has = |part: &str| squashed.iter().any(|kind| kind.contains(part));
+    if is_quota_exhausted(detail) {
+        codes::QUOTA
+    } else if has("ratelimit") || is(&["toomanyrequests"]) {
+        codes::RATE_LIMIT
+    } else if is(&[
+        "servererror",
+        "internalerror",
+        "internalservererror",
+        "internal",
+        "overloaded",
+        "overloadederror",
+        "serviceunavailable",
+        "serviceunavailableerror",
+        "unavailable",
+        "apierror",
+        "badgateway",
+        "enginebusy",
+    ]) {
+        codes::SERVER
+    } else if has("timeout") || is(&["timedout", "deadlineexceeded"]) {
+        codes::TIMEOUT
+    } else if is_context_overflow(detail) {
+        codes::CONTEXT_WINDOW_EXCEEDED
+    } else if is(&[
+        "invalidrequest",
+        "invalidrequesterror",
+        "badrequest",
+        "badrequesterror",
+        "validationerror",
+    ]) {
+        codes::INVALID_REQUEST
+    } else if is(&[
+        "authenticationerror",
+        "permissionerror",
+        "permissiondenied",
+        "invalidapikey",
+        "unauthorized",
+        "forbidden",
+    ]) {
+        codes::AUTH
+    } else {
+        codes::STREAM_ERROR
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +438,146 @@ mod tests {
             LlmFailure {
                 status: Some(429),
                 ..LlmFailure::new("RATE_LIMIT", "model API error (HTTP 429)")
+            }
+        );
+    }
+
+    fn mid_stream(payload: &str) -> LlmFailure {
+        let value = serde_json::from_str::<Value>(payload).ok();
+        stream_failure(value.as_ref(), payload, Some("req-9")).failure
+    }
+
+    #[test]
+    fn mid_stream_errors_follow_what_the_server_says() {
+        let cases = [
+            // vLLM: the HTTP status as a numeric code.
+            (
+                r#"{"error":{"object":"error","message":"engine crashed","type":"InternalServerError","param":null,"code":500}}"#,
+                "SERVER",
+                Some(500),
+            ),
+            (
+                r#"{"error":{"message":"Too many requests","type":"BadRequestError","code":429}}"#,
+                "RATE_LIMIT",
+                Some(429),
+            ),
+            (
+                r#"{"error":{"message":"This model's maximum context length is 4096 tokens","type":"BadRequestError","code":400}}"#,
+                "CONTEXT_WINDOW_EXCEEDED",
+                Some(400),
+            ),
+            // OpenRouter: a status code and a message.
+            (
+                r#"{"id":"x","object":"chat.completion.chunk","error":{"code":502,"message":"Provider returned error"},"choices":[]}"#,
+                "SERVER",
+                Some(502),
+            ),
+            (
+                r#"{"error":{"status":"503","message":"busy"}}"#,
+                "SERVER",
+                Some(503),
+            ),
+            // OpenAI / Anthropic style: a type and no status.
+            (
+                r#"{"error":{"message":"The server had an error","type":"server_error"}}"#,
+                "SERVER",
+                None,
+            ),
+            (
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                "SERVER",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#,
+                "RATE_LIMIT",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#,
+                "QUOTA",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"generation timed out","type":"timeout"}}"#,
+                "TIMEOUT",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"prompt is too long for the model's context"}}"#,
+                "CONTEXT_WINDOW_EXCEEDED",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"bad tool schema","type":"invalid_request_error"}}"#,
+                "INVALID_REQUEST",
+                None,
+            ),
+            (
+                r#"{"error":{"message":"key revoked","type":"authentication_error"}}"#,
+                "AUTH",
+                None,
+            ),
+            // Nothing recognizable: not retried.
+            (
+                r#"{"error":{"message":"something went wrong"}}"#,
+                "STREAM_ERROR",
+                None,
+            ),
+            (r#"{"error":"plain words"}"#, "STREAM_ERROR", None),
+            (
+                r#"{"object":"error","message":"top-level","type":"weird"}"#,
+                "STREAM_ERROR",
+                None,
+            ),
+            // A 2xx "status" is no status.
+            (
+                r#"{"error":{"message":"odd","code":200}}"#,
+                "STREAM_ERROR",
+                None,
+            ),
+            ("Internal error", "STREAM_ERROR", None),
+        ];
+        for (payload, code, status) in cases {
+            let failure = mid_stream(payload);
+            assert_eq!(
+                (failure.code.as_str(), failure.status),
+                (code, status),
+                "{payload}"
+            );
+            assert_eq!(failure.request_id.as_deref(), Some("req-9"));
+        }
+    }
+
+    #[test]
+    fn mid_stream_messages_quote_the_server() {
+        assert_eq!(
+            mid_stream(r#"{"error":{"message":"engine crashed","code":500}}"#).message,
+            "the model API reported an error mid-stream: engine crashed"
+        );
+        assert_eq!(
+            mid_stream(r#"{"error":"plain words"}"#).message,
+            "the model API reported an error mid-stream: plain words"
+        );
+        assert_eq!(
+            mid_stream(r#"{"error":{"code":500}}"#).message,
+            "the model API reported an error mid-stream"
+        );
+        let long = "x".repeat(10_000);
+        let failure = mid_stream(&long);
+        assert_eq!(
+            failure.message.chars().count(),
+            "the model API reported an error mid-stream: ".len() + MAX_RAW_MESSAGE_CHARS
+        );
+        // Nested `error.error` (a wrapped error response).
+        assert_eq!(
+            mid_stream(r#"{"error":{"error":{"message":"inner","type":"server_error"}}}"#),
+            LlmFailure {
+                request_id: Some("req-9".into()),
+                ..LlmFailure::new(
+                    "SERVER",
+                    "the model API reported an error mid-stream: inner"
+                )
             }
         );
     }

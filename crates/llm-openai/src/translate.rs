@@ -4,8 +4,13 @@
 //! until `[DONE]`: providers send the finish reason and usage in different orders (attached to
 //! the last delta or in a trailing usage-only chunk), and holding them guarantees the harness
 //! order — every `block-end`, then `usage`, then `finish`, and nothing after it.
+//!
+//! An error the server reports inside the stream (a payload with an `error` member, or an
+//! `event: error`) ends the response with the failure [`stream_failure`] maps it to, rather
+//! than being skipped as a payload without choices.
 
-use crate::sse::SseParser;
+use crate::sse::{SseEvent, SseOverflow, SseParser};
+use crate::status::stream_failure;
 use dsh_llm::LlmError;
 use dsh_protocol::{
     codes, BlockType, CallId, ContentBlock, FinishReason, LlmFailure, StreamChunk, TokenUsage,
@@ -22,6 +27,12 @@ struct WireChunk {
     choices: Option<Vec<WireChoice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// Present (and not null) when the server reports an error mid-stream.
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+    /// `"error"` on servers that send a bare error object as the payload.
+    #[serde(default)]
+    object: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -155,6 +166,8 @@ impl OpenBlock {
 /// Stateful translator for one response.
 #[derive(Default)]
 pub struct Translator {
+    /// The response's request id, for failures reported mid-stream.
+    request_id: Option<String>,
     blocks: Vec<OpenBlock>,
     text: Option<usize>,
     reasoning: Option<usize>,
@@ -169,6 +182,12 @@ impl Translator {
     /// A translator for a new response.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Names the response's request id (the `x-request-id` header) in mid-stream failures.
+    pub fn with_request_id(mut self, request_id: Option<String>) -> Self {
+        self.request_id = request_id;
+        self
     }
 
     /// True once `[DONE]` was seen.
@@ -194,6 +213,27 @@ impl Translator {
         self.blocks.len() - 1
     }
 
+    /// Translates one SSE event, appending chunks to `out`. Events after `[DONE]` are
+    /// ignored; an `event: error` fails the response whatever its data.
+    pub fn push_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamChunk>,
+    ) -> Result<(), LlmError> {
+        if self.done {
+            return Ok(());
+        }
+        if event.is_error() {
+            let value = serde_json::from_str::<serde_json::Value>(&event.data).ok();
+            return Err(stream_failure(
+                value.as_ref(),
+                &event.data,
+                self.request_id.as_deref(),
+            ));
+        }
+        self.push(&event.data, out)
+    }
+
     /// Translates one SSE data payload, appending chunks to `out`. Payloads after `[DONE]`
     /// are ignored.
     pub fn push(&mut self, payload: &str, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
@@ -213,6 +253,16 @@ impl Translator {
             )
             .with_source(error)
         })?;
+        let reported = chunk.error.is_some_and(|error| !error.is_null());
+        if reported || chunk.object.as_deref() == Some("error") {
+            // Parsed again as a whole: only this rare path pays for a generic value.
+            let value = serde_json::from_str::<serde_json::Value>(payload).ok();
+            return Err(stream_failure(
+                value.as_ref(),
+                payload,
+                self.request_id.as_deref(),
+            ));
+        }
         for choice in chunk.choices.into_iter().flatten() {
             if let Some(delta) = choice.delta {
                 self.delta(delta, out);
@@ -319,14 +369,32 @@ impl Translator {
 #[derive(Default)]
 pub struct StreamDecoder {
     sse: SseParser,
-    payloads: Vec<String>,
+    events: Vec<SseEvent>,
     translator: Translator,
+    /// What an overflowing line is called in the error (the setting that bounds it).
+    limit_name: Option<String>,
 }
 
 impl StreamDecoder {
-    /// A decoder for a new response body.
+    /// A decoder for a new response body, with the parser's default line limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder refusing lines and events longer than `max_line_bytes`. `limit_name` names
+    /// the setting in the error (`max_sse_line_bytes of provider route 'x'`).
+    pub fn with_limits(max_line_bytes: usize, limit_name: impl Into<String>) -> Self {
+        Self {
+            sse: SseParser::with_max_line(max_line_bytes),
+            limit_name: Some(limit_name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Names the response's request id in mid-stream failures.
+    pub fn with_request_id(mut self, request_id: Option<String>) -> Self {
+        self.translator = std::mem::take(&mut self.translator).with_request_id(request_id);
+        self
     }
 
     /// True once `[DONE]` was seen; nothing more will be produced.
@@ -336,8 +404,13 @@ impl StreamDecoder {
 
     /// Feeds body bytes, appending the chunks they complete to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
-        self.sse.push(bytes, &mut self.payloads);
-        self.drain(out)
+        let framed = self.sse.push(bytes, &mut self.events);
+        // Events completed before an overflow still count (they may even end the stream).
+        self.drain(out)?;
+        match framed {
+            Err(overflow) if !self.is_done() => Err(self.too_long(overflow)),
+            _ => Ok(()),
+        }
     }
 
     /// Ends the body. A body that ends before `[DONE]` was cut short (`STREAM_CLOSED`): its
@@ -347,7 +420,9 @@ impl StreamDecoder {
         if !self.is_done() {
             // Whatever is left had no event terminator; if it does not parse, it is the
             // torn end of a cut-off stream rather than a malformed payload.
-            self.sse.finish(&mut self.payloads);
+            if let Err(overflow) = self.sse.finish(&mut self.events) {
+                return Err(self.too_long(overflow));
+            }
             cut = self.drain(out).err();
         }
         if self.is_done() {
@@ -358,17 +433,33 @@ impl StreamDecoder {
             "the response stream ended without [DONE]",
         );
         Err(match cut {
-            Some(torn) => closed.with_source(torn),
+            Some(torn) if torn.code() == codes::MALFORMED_RESPONSE => closed.with_source(torn),
+            // A server's own error report is the failure, not the missing `[DONE]`.
+            Some(reported) => reported,
             None => closed,
         })
     }
 
+    fn too_long(&self, overflow: SseOverflow) -> LlmError {
+        let setting = self
+            .limit_name
+            .as_deref()
+            .map_or(String::new(), |name| format!(" ({name})"));
+        LlmError::new(
+            codes::RESPONSE_TOO_LARGE,
+            format!(
+                "the model API sent an event-stream line or event longer than {} bytes{setting}; the rest of the response was not read",
+                overflow.limit
+            ),
+        )
+    }
+
     fn drain(&mut self, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
-        for payload in self.payloads.drain(..) {
+        for event in self.events.drain(..) {
             if self.translator.is_done() {
                 break;
             }
-            self.translator.push(&payload, out)?;
+            self.translator.push_event(&event, out)?;
         }
         Ok(())
     }

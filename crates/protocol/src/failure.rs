@@ -25,6 +25,12 @@ pub mod codes {
     pub const ABORTED: &str = "ABORTED";
     pub const STREAM_CLOSED: &str = "STREAM_CLOSED";
     pub const MALFORMED_RESPONSE: &str = "MALFORMED_RESPONSE";
+    /// A response over one of the adapter's size limits (a line, an event, or the whole
+    /// body); the rest of it was not read.
+    pub const RESPONSE_TOO_LARGE: &str = "RESPONSE_TOO_LARGE";
+    /// The provider reported an error inside a stream without saying what kind (no status,
+    /// no `type` or `code` dsh knows).
+    pub const STREAM_ERROR: &str = "STREAM_ERROR";
     pub const INVALID_REQUEST: &str = "INVALID_REQUEST";
     pub const UNSUPPORTED_CONTENT: &str = "UNSUPPORTED_CONTENT";
     pub const UNKNOWN: &str = "UNKNOWN";

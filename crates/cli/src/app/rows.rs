@@ -153,6 +153,8 @@ fn route_config(provider: &Provider) -> RouteConfig {
             send_thinking: compat.send_thinking.value,
             reasoning_replay: compat.replay_reasoning.value,
         },
+        max_sse_line_bytes: provider.limits.max_sse_line_bytes.value,
+        max_response_bytes: provider.limits.max_response_bytes.value,
         ..base
     }
 }

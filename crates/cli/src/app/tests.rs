@@ -96,6 +96,34 @@ fn routes_carry_the_effective_base_url_and_key_rules() {
 }
 
 #[test]
+fn routes_carry_their_stream_limits() {
+    let home = home(
+        Some(
+            "[providers.openai-compatible]
+max_sse_line_bytes = 4096
+max_response_bytes = 65536
+",
+        ),
+        &[],
+    );
+    let config =
+        serde_json::to_value(openai_config(&settings_of(&home, &Overrides::default()))).unwrap();
+    let limits: Vec<_> = config["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r["route"], r["maxSseLineBytes"], r["maxResponseBytes"]]))
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            json!(["deepseek-official", 16 * 1024 * 1024, 128 * 1024 * 1024]),
+            json!(["openai-compatible", 4096, 65536]),
+        ]
+    );
+}
+
+#[test]
 fn a_missing_key_names_its_variable_and_a_way_out() {
     let deepseek = home(None, &[]);
     let error = check_credentials(&settings_of(&deepseek, &Overrides::default())).unwrap_err();

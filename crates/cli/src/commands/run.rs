@@ -100,11 +100,17 @@ async fn drive(
     signals: &mut StopSignals,
 ) -> anyhow::Result<u8> {
     let resume = session_to_resume(runtime, args)?;
-    let output = Arc::new(RunOutput::new(
-        args.json,
-        Box::new(std::io::stdout()),
-        Box::new(std::io::stderr()),
-    ));
+    let output = Arc::new(
+        RunOutput::new(
+            args.json,
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+        )
+        .with_terminals(
+            std::io::stdout().is_terminal(),
+            std::io::stderr().is_terminal(),
+        ),
+    );
     let cap_hit = Arc::new(AtomicBool::new(false));
     let start = AgentStart {
         session_id: None,

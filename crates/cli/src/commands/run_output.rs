@@ -1,7 +1,16 @@
 //! What `dsh run` prints while a session runs, folded from its session events.
 //!
-//! - Human mode: the answer's text deltas go to stdout as they arrive; one line per tool
-//!   call, failed tool result, retry and approval goes to stderr.
+//! - Human mode: the answer goes to stdout; one line per tool call, failed tool result,
+//!   retry and approval goes to stderr.
+//!   - stdout on a terminal: text deltas are shown as they arrive. When an attempt that
+//!     showed text fails (a stream reset, say), a marker line says the text above it is
+//!     discarded; a retry's answer follows.
+//!   - stdout a pipe or a file: exactly the answer text the log keeps (the text blocks of
+//!     each `assistant/message`), written when the model finishes each step, so a retried
+//!     attempt's partial text never reaches a program reading it.
+//!
+//!   Everything from a model or a tool (the answer, commands, paths, error messages) goes
+//!   through [`crate::sanitize`] on its way to a terminal; to a pipe or a file it is exact.
 //! - JSON mode (`--json`): JSON Lines on stdout: a `session` line, every session event
 //!   exactly as the log stores it, and a final `result` line.
 //!
@@ -10,8 +19,9 @@
 //! that the run can report it and exit 1 at the end.
 
 use super::write_check::{CheckedWrite, WriteFailure};
+use crate::sanitize::{for_terminal, TerminalSanitizer};
 use crate::tui::args_summary;
-use dsh_protocol::{StreamChunk, TokenUsage};
+use dsh_protocol::{ContentBlock, FinishReason, StreamChunk, TokenUsage};
 use dsh_session::{EventData, SessionEvent, TurnEndCancelCause, TurnEndReason};
 use dsh_tools_builtin::approval::{ApprovalAsked, ApprovalDecided};
 use serde_json::{json, Value};
@@ -36,6 +46,13 @@ impl std::fmt::Debug for RunOutput {
 struct State {
     out: Box<dyn Write + Send>,
     err: Box<dyn Write + Send>,
+    /// Whether stdout and stderr are terminals (see the module docs).
+    out_terminal: bool,
+    err_terminal: bool,
+    /// Continues sequences across the answer's deltas on a terminal.
+    sanitizer: TerminalSanitizer,
+    /// Whether the model attempt in flight has shown text on the terminal.
+    attempt_shown: bool,
     /// Whether stdout ends with a newline (or nothing was written).
     at_line_start: bool,
     /// The reason of the latest `turn/end` seen.
@@ -68,6 +85,24 @@ pub fn exit_status(reason: Option<&TurnEndReason>) -> u8 {
     }
 }
 
+/// The text a tool result carries (inside its tool-result block).
+fn result_text(message: &dsh_protocol::Message) -> String {
+    let mut out = String::new();
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text } => out.push_str(text),
+            ContentBlock::ToolResult { content, .. } => {
+                for text in content.iter().filter_map(ContentBlock::as_text) {
+                    out.push_str(text);
+                    out.push('\n');
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn first_line(text: &str) -> &str {
     text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
 }
@@ -82,11 +117,26 @@ impl RunOutput {
             state: Mutex::new(State {
                 out,
                 err,
+                out_terminal: false,
+                err_terminal: false,
+                sanitizer: TerminalSanitizer::new(),
+                attempt_shown: false,
                 at_line_start: true,
                 last_end: None,
                 usage: TokenUsage::default(),
             }),
         }
+    }
+
+    /// Says which of stdout and stderr are terminals (both are taken as pipes otherwise):
+    /// text bound for a terminal is sanitized, and stdout streams the answer only to one.
+    pub fn with_terminals(self, stdout: bool, stderr: bool) -> Self {
+        {
+            let mut state = self.state();
+            state.out_terminal = stdout;
+            state.err_terminal = stderr;
+        }
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -214,30 +264,67 @@ impl State {
 
     fn note(&mut self, text: &str) {
         self.end_partial_line();
+        let text = for_terminal(text, self.err_terminal);
         let _ = writeln!(self.err, "{text}");
         let _ = self.err.flush();
     }
 
-    fn human(&mut self, event: &SessionEvent) {
-        match &event.data {
-            EventData::AssistantChunk(chunk) => {
-                if let StreamChunk::TextDelta { text, .. } = &chunk.chunk {
-                    if text.is_empty() {
-                        return;
-                    }
-                    let _ = self.out.write_all(text.as_bytes());
-                    let _ = self.out.flush();
-                    self.at_line_start = text.ends_with('\n');
+    /// Writes answer text to stdout (already sanitized when stdout is a terminal).
+    fn answer(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn chunk(&mut self, chunk: &StreamChunk) {
+        if !self.out_terminal {
+            return; // a pipe gets the logged message instead
+        }
+        match chunk {
+            StreamChunk::TextDelta { text, .. } => {
+                let shown = self.sanitizer.clean(text);
+                self.attempt_shown |= !shown.is_empty();
+                self.answer(&shown);
+            }
+            StreamChunk::Finish { reason, .. } => {
+                self.sanitizer.reset();
+                let shown = std::mem::take(&mut self.attempt_shown);
+                if let (true, FinishReason::Error { failure }) = (shown, reason) {
+                    // What is on screen cannot be taken back; say that the log does not keep it.
+                    self.end_partial_line();
+                    let code = for_terminal(&failure.code, true).into_owned();
+                    self.answer(&format!(
+                        "[the answer above broke off ({code}) and is discarded]\n"
+                    ));
                 }
             }
-            EventData::AssistantMessage(_) => self.end_partial_line(),
+            _ => {}
+        }
+    }
+
+    fn human(&mut self, event: &SessionEvent) {
+        match &event.data {
+            EventData::AssistantChunk(chunk) => self.chunk(&chunk.chunk),
+            EventData::AssistantMessage(message) => {
+                if !self.out_terminal {
+                    for block in &message.message.content {
+                        if let ContentBlock::Text { text } = block {
+                            self.answer(text);
+                        }
+                    }
+                }
+                self.end_partial_line();
+            }
             EventData::ToolCall(call) => {
                 let summary = args_summary(&call.name, &call.arguments);
                 self.note(&format!("→ {} {summary}", call.name));
             }
             EventData::ToolResult(result) => {
                 if let Some(error) = &result.error {
-                    let text = result.message.text();
+                    let text = result_text(&result.message);
                     self.note(&format!("  ✗ {} ({})", first_line(&text), error.code));
                 }
             }
@@ -268,192 +355,4 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::commands::exit;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Buffer {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
-
-    fn event(seq: u64, type_name: &str, data: Value) -> SessionEvent {
-        SessionEvent::from_value(&json!({"type": type_name, "seq": seq, "time": 1, "data": data}))
-            .unwrap()
-    }
-
-    fn chunk(seq: u64, chunk: Value) -> SessionEvent {
-        event(
-            seq,
-            "assistant/chunk",
-            json!({"turn": 1, "step": 1, "chunk": chunk}),
-        )
-    }
-
-    fn turn() -> Vec<SessionEvent> {
-        vec![
-            event(0, "turn/start", json!({"turn": 1})),
-            chunk(
-                1,
-                json!({"type": "text-delta", "index": 0, "text": "Let me "}),
-            ),
-            chunk(
-                2,
-                json!({"type": "text-delta", "index": 0, "text": "check."}),
-            ),
-            event(
-                3,
-                "tool/call",
-                json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
-                       "arguments": "{\"command\":\"ls -la\"}"}),
-            ),
-            event(
-                4,
-                "llm/retry",
-                json!({"retryId": "r1", "turn": 1, "step": 2, "provider": "p", "mode": "normal",
-                       "policyKey": "k", "retry": 1, "maxRetries": 3, "delayMs": 1500,
-                       "failure": {"message": "busy\nmore", "code": "RATE_LIMITED", "status": 429}}),
-            ),
-            chunk(
-                5,
-                json!({"type": "text-delta", "index": 0, "text": "Done.\n"}),
-            ),
-            event(
-                6,
-                "turn/end",
-                json!({"turn": 1, "reason": {"kind": "completed"}}),
-            ),
-        ]
-    }
-
-    #[test]
-    fn human_mode_streams_text_to_stdout_and_progress_to_stderr() {
-        let (out, err) = (Buffer::default(), Buffer::default());
-        let output = RunOutput::new(false, Box::new(out.clone()), Box::new(err.clone()));
-        output.session("session-1", false);
-        for event in turn() {
-            output.event(&event);
-        }
-        output.finish("session-1", None);
-        assert_eq!(out.text(), "Let me check.\nDone.\n");
-        assert_eq!(
-            err.text(),
-            "→ bash ls -la\n\
-             retrying the model request (1/3) in 1.5s after RATE_LIMITED: busy\n\
-             session: session-1\n"
-        );
-        assert_eq!(exit_status(output.outcome().as_ref()), exit::SUCCESS);
-    }
-
-    #[test]
-    fn human_mode_notes_approval_questions_and_answers() {
-        let (out, err) = (Buffer::default(), Buffer::default());
-        let output = RunOutput::new(false, Box::new(out.clone()), Box::new(err.clone()));
-        let plugin = |seq, data: EventData| SessionEvent {
-            seq,
-            time: 1,
-            data,
-            ignorable: false,
-            surface_op: None,
-            source_event_seqs: None,
-        };
-        let asked = ApprovalAsked {
-            call_id: "c1".into(),
-            tool: "bash".into(),
-            summary: "cargo publish\n--dry-run".into(),
-            reason: None,
-        };
-        let decided = ApprovalDecided {
-            call_id: "c1".into(),
-            decision: dsh_tools_builtin::approval::DecisionKind::Deny,
-            remembered: None,
-            feedback: None,
-        };
-        output.event(&plugin(0, EventData::plugin(&asked).unwrap()));
-        output.event(&plugin(1, EventData::plugin(&decided).unwrap()));
-        // Another plugin type, and an approval record shaped by another writer, print nothing.
-        output.event(&event(2, "session/title", json!({"title": "t"})));
-        output.event(&event(
-            3,
-            "approval/decided",
-            json!({"outcome": "rejected"}),
-        ));
-        assert_eq!(out.text(), "");
-        assert_eq!(
-            err.text(),
-            "approval asked: bash cargo publish\napproval: deny\n"
-        );
-    }
-
-    #[test]
-    fn json_mode_prints_envelopes_between_session_and_result_lines() {
-        let (out, err) = (Buffer::default(), Buffer::default());
-        let output = RunOutput::new(true, Box::new(out.clone()), Box::new(err.clone()));
-        output.session("session-1", true);
-        let events = turn();
-        for event in &events {
-            output.event(event);
-        }
-        output.finish("session-1", None);
-        let lines: Vec<Value> = out
-            .text()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), events.len() + 2);
-        assert_eq!(
-            lines[0],
-            json!({"type": "session", "id": "session-1", "version": 0, "resumed": true})
-        );
-        for (line, event) in lines[1..].iter().zip(&events) {
-            assert_eq!(line, &serde_json::to_value(event).unwrap());
-        }
-        assert_eq!(
-            lines.last().unwrap(),
-            &json!({"type": "result", "session": "session-1", "outcome": {"kind": "completed"},
-                    "usage": {"inputTokens": 0, "outputTokens": 0}})
-        );
-        assert_eq!(err.text(), "");
-    }
-
-    #[test]
-    fn exit_statuses_follow_the_turn_end() {
-        let reason = |value: Value| serde_json::from_value::<TurnEndReason>(value).unwrap();
-        let cases = [
-            (json!({"kind": "completed"}), exit::SUCCESS),
-            (
-                json!({"kind": "aborted", "reason": {"kind": "user"}}),
-                exit::INTERRUPTED,
-            ),
-            (
-                json!({"kind": "aborted", "reason": {"kind": "disposed"}}),
-                exit::FAILURE,
-            ),
-            (json!({"kind": "blocked"}), exit::FAILURE),
-            (json!({"kind": "max-tokens"}), exit::FAILURE),
-            (
-                json!({"kind": "error", "error": {"message": "no", "code": "X"}}),
-                exit::FAILURE,
-            ),
-        ];
-        for (value, status) in cases {
-            assert_eq!(exit_status(Some(&reason(value.clone()))), status, "{value}");
-        }
-        assert_eq!(exit_status(None), exit::FAILURE);
-    }
-}
+mod tests;

@@ -128,6 +128,9 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
         } else {
             title.to_owned()
         };
+        // A title may be the model's words, a path anyone's: the table shows them
+        // terminal-safe (`--json` has them exactly).
+        let title = crate::sanitize::sanitize(&title);
         writeln!(
             out,
             "{:width$}  {:16}  {:>5}  {:11}  {}",

@@ -51,6 +51,8 @@ pub(crate) struct ProviderLayer {
     pub max_tokens_field: Option<At<MaxTokensField>>,
     pub send_thinking: Option<At<bool>>,
     pub replay_reasoning: Option<At<ReasoningReplay>>,
+    pub max_sse_line_bytes: Option<At<u64>>,
+    pub max_response_bytes: Option<At<u64>>,
 }
 
 /// One `[[plugins]]` entry: a patch of the composition row `id`.
@@ -72,7 +74,15 @@ const TOP: &[&str] = &[
     "plugins",
 ];
 const MODEL: &[&str] = &["provider", "model"];
-const PROVIDER: &[&str] = &["base_url", "api_key_env", "models", "headers", "compat"];
+const PROVIDER: &[&str] = &[
+    "base_url",
+    "api_key_env",
+    "models",
+    "headers",
+    "compat",
+    "max_sse_line_bytes",
+    "max_response_bytes",
+];
 const MODEL_ENTRY: &[&str] = &[
     "id",
     "context_window",
@@ -179,19 +189,24 @@ fn read_provider(
         max_tokens_field: None,
         send_thinking: None,
         replay_reasoning: None,
+        max_sse_line_bytes: None,
+        max_response_bytes: None,
     };
     if let Some(node) = get(table, "base_url") {
         let key = join(&prefix, "base_url");
         let url = doc.text(&key, node)?;
-        if !is_http_url(&url.value) {
-            return Err(doc.invalid(
-                &node.span,
-                &key,
-                "an http:// or https:// URL",
-                format!("{:?}", url.value),
-            ));
+        if let Err(found) = check_url(&url.value) {
+            return Err(doc.invalid(&node.span, &key, URL_EXPECTED, found));
         }
         provider.base_url = Some(url);
+    }
+    for (name, slot) in [
+        ("max_sse_line_bytes", &mut provider.max_sse_line_bytes),
+        ("max_response_bytes", &mut provider.max_response_bytes),
+    ] {
+        if let Some(node) = get(table, name) {
+            *slot = Some(doc.positive(&join(&prefix, name), node)?);
+        }
     }
     if let Some(node) = get(table, "api_key_env") {
         let key = join(&prefix, "api_key_env");
@@ -478,11 +493,17 @@ pub(crate) fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-pub(crate) fn is_http_url(url: &str) -> bool {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    rest.is_some_and(|host| {
-        !host.is_empty() && !host.starts_with('/') && !url.contains(char::is_whitespace)
-    })
+/// What a base URL must be, in configuration errors.
+pub(crate) const URL_EXPECTED: &str = "an http:// or https:// URL";
+
+/// Whether `url` can be a route's endpoint, checked as the adapter will use it; the error is
+/// the `found` part of the configuration error (the value, and what is wrong with it when
+/// that is more than "not http(s)").
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    match dsh_llm_openai::check_base_url(url) {
+        Ok(()) => Ok(()),
+        Err(_) if !scheme_ok => Err(format!("{url:?}")),
+        Err(reason) => Err(format!("{url:?} ({reason})")),
+    }
 }

@@ -16,6 +16,8 @@
 //! api_key_env = "LOCAL_API_KEY"         # the variable's name, never the key
 //! compat = { max_tokens_field = "max_completion_tokens" }
 //! models = [{ id = "qwen3-coder", context_window = 131072, input = ["text"] }]
+//! max_sse_line_bytes = 16777216          # longest stream line or event (default 16 MiB)
+//! max_response_bytes = 134217728         # most bytes of one response (default 128 MiB)
 //!
 //! [approval]
 //! policy = "ask"                        # ask | never | auto
@@ -65,7 +67,8 @@ pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
-    SandboxSettings, Settings, ToolSettings, DEEPSEEK_ROUTE, DEFAULT_MODEL, OPENAI_ROUTE,
+    SandboxSettings, Settings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE, DEFAULT_MODEL,
+    OPENAI_ROUTE,
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};

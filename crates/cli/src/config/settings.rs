@@ -4,7 +4,7 @@
 use super::composition::{default_composition, patch_composition};
 use super::env::Env;
 use super::error::{closest, ConfigError};
-use super::file::{is_http_url, FileLayer, ProviderLayer, KNOWN_TOOLS};
+use super::file::{check_url, FileLayer, ProviderLayer, KNOWN_TOOLS, URL_EXPECTED};
 use super::reader::At;
 use super::source::{Location, Source, Sourced};
 use dsh_kernel::Composition;
@@ -97,6 +97,26 @@ pub struct Provider {
     /// Extra request headers; values may be credentials and are hidden when shown.
     pub headers: BTreeMap<String, Sourced<HeaderValue>>,
     pub compat: CompatSettings,
+    pub limits: StreamLimits,
+}
+
+/// How much of one response a route reads before it gives up on it (the adapter's
+/// `RESPONSE_TOO_LARGE`): bounds on what a broken or hostile server can make dsh hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamLimits {
+    /// The longest event-stream line, and the largest event, in bytes.
+    pub max_sse_line_bytes: Sourced<u64>,
+    /// The most body bytes of one response.
+    pub max_response_bytes: Sourced<u64>,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            max_sse_line_bytes: Sourced::default_value(dsh_llm_openai::DEFAULT_MAX_SSE_LINE_BYTES),
+            max_response_bytes: Sourced::default_value(dsh_llm_openai::DEFAULT_MAX_RESPONSE_BYTES),
+        }
+    }
 }
 
 /// Gateway differences of a route.
@@ -232,6 +252,7 @@ fn openai_style(route: &str) -> Provider {
             send_thinking: Sourced::default_value(false),
             replay_reasoning: Sourced::default_value(ReasoningReplay::Off),
         },
+        limits: StreamLimits::default(),
     }
 }
 
@@ -261,12 +282,12 @@ pub(crate) fn resolve(
         ("OPENAI_BASE_URL", OPENAI_ROUTE),
     ] {
         if let Some(url) = env_text(env, var)? {
-            if !is_http_url(&url) {
+            if let Err(found) = check_url(&url) {
                 return Err(ConfigError::InvalidValue {
                     at: Location::Env { var },
                     key: format!("providers.{route}.base_url"),
-                    expected: "an http:// or https:// URL".into(),
-                    found: format!("{url:?}"),
+                    expected: URL_EXPECTED.into(),
+                    found,
                 });
             }
             if let Some(provider) = providers.iter_mut().find(|p| p.route == route) {
@@ -310,12 +331,12 @@ pub(crate) fn resolve(
         .set(flags.model.clone(), Source::Flag { flag: "--model" });
     if let Some(url) = &flags.base_url {
         let flag = Source::Flag { flag: "--base-url" };
-        if !is_http_url(url) {
+        if let Err(found) = check_url(url) {
             return Err(ConfigError::InvalidValue {
                 at: Location::Flag { flag: "--base-url" },
                 key: format!("providers.{}.base_url", model.provider.value),
-                expected: "an http:// or https:// URL".into(),
-                found: format!("{url:?}"),
+                expected: URL_EXPECTED.into(),
+                found,
             });
         }
         if let Some(provider) = providers
@@ -497,6 +518,9 @@ fn apply_provider_layer(
     set_at(&mut compat.max_tokens_field, &layer.max_tokens_field);
     set_at(&mut compat.send_thinking, &layer.send_thinking);
     set_at(&mut compat.replay_reasoning, &layer.replay_reasoning);
+    let limits = &mut provider.limits;
+    set_at(&mut limits.max_sse_line_bytes, &layer.max_sse_line_bytes);
+    set_at(&mut limits.max_response_bytes, &layer.max_response_bytes);
     Ok(())
 }
 

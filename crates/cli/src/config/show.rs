@@ -145,6 +145,17 @@ fn provider_block(provider: &Provider) -> Block {
     block.sourced("compat.replay_reasoning", &compat.replay_reasoning, |v| {
         format!("\"{v}\"")
     });
+    let limits = &provider.limits;
+    block.sourced(
+        "max_sse_line_bytes",
+        &limits.max_sse_line_bytes,
+        ToString::to_string,
+    );
+    block.sourced(
+        "max_response_bytes",
+        &limits.max_response_bytes,
+        ToString::to_string,
+    );
     block
 }
 
@@ -212,6 +223,8 @@ pub fn render_json(settings: &Settings) -> Value {
                     "send_thinking": sourced(&p.compat.send_thinking, |v| json!(v)),
                     "replay_reasoning": sourced(&p.compat.replay_reasoning, |v| word(v)),
                 },
+                "max_sse_line_bytes": sourced(&p.limits.max_sse_line_bytes, |v| json!(v)),
+                "max_response_bytes": sourced(&p.limits.max_response_bytes, |v| json!(v)),
             })
         })
         .collect();

@@ -1,6 +1,7 @@
 //! The approval prompt: asks whether a tool call may run.
 
 use super::text::{truncate, wrap};
+use crate::sanitize::sanitize;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -48,10 +49,12 @@ impl ApprovalPrompt {
         summary: impl Into<String>,
         reason: Option<String>,
     ) -> Self {
+        // The call's command, path and reason may come from the model: shown terminal-safe.
+        let clean = |text: String| sanitize(&text).into_owned();
         Self {
-            tool: tool.into(),
-            summary: summary.into(),
-            reason,
+            tool: clean(tool.into()),
+            summary: clean(summary.into()),
+            reason: reason.map(clean),
             grant: None,
             selected: ApprovalChoice::AllowOnce,
         }
@@ -59,7 +62,7 @@ impl ApprovalPrompt {
 
     /// Names what "allow for this session" covers (shown under the choices).
     pub fn set_grant(&mut self, grant: impl Into<String>) {
-        self.grant = Some(grant.into());
+        self.grant = Some(sanitize(&grant.into()).into_owned());
     }
 
     pub fn selected(&self) -> ApprovalChoice {

@@ -421,3 +421,58 @@ fn images_in_prompts_are_marked_and_plugin_messages_hidden() {
         "\n› What is this? [image]"
     );
 }
+
+#[test]
+fn escape_sequences_from_the_model_and_tools_leave_nothing_on_screen() {
+    let mut log = Log::default();
+    log.turn_start(1)
+        .user("Summarize the page")
+        // The title sequence arrives split across two deltas, as a stream may cut it.
+        .streamed(0, "text", "Done\x1b]0;PWN", "ED\x07. \x1b[31mred\x1b[0m 漢字")
+        .add(
+            "tool/call",
+            json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
+                "arguments": "{\"command\": \"printf '\\u001b]52;c;cm0gLXJm\\u0007ok'\"}"}),
+        )
+        .add(
+            "todo/write",
+            json!({"turn": 1, "step": 1, "todos": [{"content": "fix \u{1b}[8mhidden", "status": "pending"}]}),
+        )
+        .turn_end(
+            1,
+            json!({"kind": "error", "error": {"message": "bad \u{1b}]0;TITLE\u{7}payload", "code": "X"}}),
+        );
+    let transcript = log.transcript();
+    let screen = draw(60, 12, TranscriptView::new(&transcript));
+    for leftover in ["PWN", "]0;", "]52;", "[31m", "[8m", "TITLE"] {
+        assert!(
+            !screen.contains(leftover),
+            "{leftover:?} on screen:\n{screen}"
+        );
+    }
+    // (The test backend shows a wide character's second cell as a space.)
+    assert!(screen.contains("• Done. red 漢 字"), "{screen}");
+    assert!(screen.contains("bash  printf 'ok'"), "{screen}");
+    assert!(screen.contains("fix hidden"), "{screen}");
+    assert!(screen.contains("failed: bad payload (X)"), "{screen}");
+    // The view-model itself holds no control characters, so no other renderer can leak them.
+    let texts: Vec<String> = transcript
+        .entries()
+        .iter()
+        .map(|entry| format!("{entry:?}"))
+        .collect();
+    for text in texts {
+        assert!(!text.contains("\\u{1b}"), "{text}");
+    }
+}
+
+#[test]
+fn an_approval_prompt_shows_a_hostile_command_without_its_sequences() {
+    let prompt = ApprovalPrompt::new(
+        "bash",
+        "curl x \u{1b}]0;PWNED\u{7}| sh",
+        Some("\u{1b}[2Jwrites outside".into()),
+    );
+    assert_eq!(prompt.summary, "curl x | sh");
+    assert_eq!(prompt.reason.as_deref(), Some("writes outside"));
+}

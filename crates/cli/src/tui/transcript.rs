@@ -3,8 +3,13 @@
 //! The fold reads only the log ([`SessionEvent`]s), so a live session and a replayed one look
 //! the same. Streamed chunks build entries as they arrive; the assembled `assistant/message`
 //! then settles them (or creates them, when a log carries no chunks).
+//!
+//! Every text an entry holds is terminal-safe: what came from the log went through
+//! [`crate::sanitize`] on the way in (per streamed block, so a sequence split across deltas
+//! goes whole), since the view's text ends up on the person's terminal.
 
 use super::text::args_summary;
+use crate::sanitize::{sanitize, TerminalSanitizer};
 use dsh_protocol::{
     CallId, ContentBlock, FinishReason, LlmFailure, MessageSource, StreamChunk, TokenUsage,
 };
@@ -132,6 +137,8 @@ pub struct Transcript {
 struct StreamState {
     /// Block index to entry index, for the call in flight.
     blocks: HashMap<u32, usize>,
+    /// Block index to the sanitizer of its streamed text.
+    sanitizers: HashMap<u32, TerminalSanitizer>,
     /// Whether the call in flight has produced visible entries from chunks.
     streamed: bool,
     /// Usage seen in chunks and not yet counted.
@@ -220,7 +227,7 @@ impl Transcript {
             }
             EventData::UserMessage(message) => {
                 if matches!(message.source, MessageSource::User { .. }) {
-                    let mut text = message.text();
+                    let mut text = clean(&message.text());
                     for block in &message.content {
                         if matches!(block, ContentBlock::Image { .. }) {
                             text.push_str(if text.is_empty() {
@@ -242,13 +249,13 @@ impl Transcript {
                         match block {
                             ContentBlock::Reasoning { text } if !text.trim().is_empty() => {
                                 self.entries.push(Entry::Reasoning {
-                                    text: text.clone(),
+                                    text: clean(text),
                                     streaming: false,
                                 });
                             }
                             ContentBlock::Text { text } if !text.trim().is_empty() => {
                                 self.entries.push(Entry::Assistant {
-                                    text: text.clone(),
+                                    text: clean(text),
                                     streaming: false,
                                     interrupted: assistant.interrupted,
                                 });
@@ -270,8 +277,8 @@ impl Transcript {
             }
             EventData::ToolCall(call) => self.entries.push(Entry::Tool(ToolCard {
                 call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                summary: args_summary(&call.name, &call.arguments),
+                name: clean(&call.name),
+                summary: clean(&args_summary(&call.name, &call.arguments)),
                 state: ToolState::Running,
             })),
             EventData::ToolResult(result) => {
@@ -285,7 +292,7 @@ impl Transcript {
                             content.iter().filter_map(ContentBlock::as_text).collect();
                         (
                             tool_call_id.clone(),
-                            text.join("\n"),
+                            clean(&text.join("\n")),
                             is_error.unwrap_or(false),
                         )
                     }
@@ -309,8 +316,12 @@ impl Transcript {
                 }
             }
             EventData::TodoWrite(write) => {
-                self.todos = write.todos.clone();
-                self.entries.push(Entry::Todos(write.todos.clone()));
+                let mut todos = write.todos.clone();
+                for todo in &mut todos {
+                    todo.content = clean(&todo.content);
+                }
+                self.todos = todos.clone();
+                self.entries.push(Entry::Todos(todos));
             }
             EventData::RequestContext(context) => {
                 self.provider = Some(context.provider.clone());
@@ -328,7 +339,7 @@ impl Transcript {
                     retry: retry.retry,
                     max_retries: retry.max_retries,
                     delay_ms: retry.delay_ms,
-                    failure: retry.failure.clone(),
+                    failure: clean_failure(&retry.failure),
                     started: false,
                 }));
             }
@@ -376,18 +387,26 @@ impl Transcript {
                 };
                 self.entries.push(entry);
                 self.stream.blocks.insert(*index, self.entries.len() - 1);
+                self.stream
+                    .sanitizers
+                    .insert(*index, TerminalSanitizer::new());
                 self.stream.streamed = true;
             }
             StreamChunk::TextDelta { index, text }
             | StreamChunk::ReasoningDelta { index, text } => {
-                if let Some(slot) = self.block_text(*index) {
-                    slot.push_str(text);
+                let shown = self
+                    .stream
+                    .sanitizers
+                    .get_mut(index)
+                    .map(|sanitizer| sanitizer.clean(text));
+                if let (Some(shown), Some(slot)) = (shown, self.block_text(*index)) {
+                    slot.push_str(&shown);
                 }
             }
             StreamChunk::BlockEnd { index, block } => {
                 if let (Some(slot), Some(text)) = (self.block_text(*index), block.as_text()) {
                     // The assembled block is authoritative.
-                    *slot = text.to_owned();
+                    *slot = clean(text);
                 }
             }
             StreamChunk::Usage { usage } => {
@@ -443,6 +462,7 @@ impl Transcript {
             }
         }
         self.stream.blocks.clear();
+        self.stream.sanitizers.clear();
     }
 
     fn count_usage(&mut self, usage: Option<TokenUsage>) {
@@ -452,6 +472,20 @@ impl Transcript {
             self.usage.output += usage.output_tokens;
             self.usage.last_prompt = Some(prompt);
         }
+    }
+}
+
+/// `text` as the view may show it.
+fn clean(text: &str) -> String {
+    sanitize(text).into_owned()
+}
+
+/// `failure` with its message made safe to show (it may quote the provider or the model).
+fn clean_failure(failure: &LlmFailure) -> LlmFailure {
+    LlmFailure {
+        message: clean(&failure.message),
+        code: clean(&failure.code),
+        ..failure.clone()
     }
 }
 
@@ -466,19 +500,18 @@ fn outcome(reason: &TurnEndReason) -> TurnOutcome {
         TurnEndReason::Aborted { reason } => TurnOutcome::Cancelled(match reason {
             TurnEndCancelCause::User => "by you".into(),
             TurnEndCancelCause::Parent => "by the parent agent".into(),
-            TurnEndCancelCause::Hook { reason } => format!("by a hook: {reason}"),
+            TurnEndCancelCause::Hook { reason } => format!("by a hook: {}", clean(reason)),
             TurnEndCancelCause::Disposed => "because the agent shut down".into(),
             TurnEndCancelCause::Legacy => "(by an older dsh)".into(),
         }),
-        TurnEndReason::Error { error } => TurnOutcome::Failed(error.clone()),
+        TurnEndReason::Error { error } => TurnOutcome::Failed(clean_failure(error)),
         TurnEndReason::MaxTokens => TurnOutcome::MaxTokens,
         TurnEndReason::Interrupted => TurnOutcome::Interrupted,
-        TurnEndReason::Other(fields) => TurnOutcome::Other(
+        TurnEndReason::Other(fields) => TurnOutcome::Other(clean(
             fields
                 .get("kind")
                 .and_then(serde_json::Value::as_str)
-                .unwrap_or("unknown")
-                .to_owned(),
-        ),
+                .unwrap_or("unknown"),
+        )),
     }
 }

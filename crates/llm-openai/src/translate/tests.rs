@@ -1,4 +1,5 @@
 use super::*;
+use dsh_protocol::LlmFailure;
 use serde_json::{json, Value};
 
 fn sse(payloads: &[Value]) -> Vec<u8> {
@@ -181,4 +182,129 @@ fn tool_call_without_id_or_name_closes_with_empty_fields() {
             {"type":"finish","reason":{"kind":"tool-calls"}},
         ]))
     );
+}
+
+/// Decodes `body` in pieces of `piece` bytes with `decoder`: the chunks produced and the
+/// failure that ended it, if any.
+fn decode_with(
+    mut decoder: StreamDecoder,
+    body: &[u8],
+    piece: usize,
+) -> (Value, Option<LlmFailure>) {
+    let mut out = Vec::new();
+    let mut result = Ok(());
+    for part in body.chunks(piece.max(1)) {
+        result = decoder.push(part, &mut out);
+        if result.is_err() {
+            break;
+        }
+    }
+    if result.is_ok() {
+        result = decoder.end(&mut out);
+    }
+    (
+        serde_json::to_value(out).unwrap(),
+        result.err().map(|e| e.failure),
+    )
+}
+
+fn decode_failing(body: &[u8]) -> (Value, Option<LlmFailure>) {
+    let whole = decode_with(StreamDecoder::new(), body, body.len());
+    for piece in [1, 2, 3, 7, 64] {
+        assert_eq!(
+            decode_with(StreamDecoder::new(), body, piece),
+            whole,
+            "piece size {piece}"
+        );
+    }
+    whole
+}
+
+#[test]
+fn an_error_payload_mid_stream_ends_the_response_with_its_failure() {
+    // vLLM: deltas, then the error, then `[DONE]` as if nothing happened.
+    let body = sse(&[
+        delta(json!({"content":"Half an ans"})),
+        json!({"error":{"object":"error","message":"engine died","type":"InternalServerError","param":null,"code":500}}),
+    ]);
+    let decoder = StreamDecoder::new().with_request_id(Some("req-7".into()));
+    let (chunks, failure) = decode_with(decoder, &body, 5);
+    assert_eq!(
+        chunks,
+        json!([
+            {"type":"block-start","index":0,"blockType":"text"},
+            {"type":"text-delta","index":0,"text":"Half an ans"},
+        ])
+    );
+    assert_eq!(
+        failure,
+        Some(LlmFailure {
+            status: Some(500),
+            request_id: Some("req-7".into()),
+            ..LlmFailure::new(
+                "SERVER",
+                "the model API reported an error mid-stream: engine died"
+            )
+        })
+    );
+}
+
+#[test]
+fn an_error_event_fails_whatever_its_data() {
+    let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\ndata: [DONE]\n\n";
+    let (_, failure) = decode_failing(body);
+    assert_eq!(
+        failure,
+        Some(LlmFailure::new(
+            "SERVER",
+            "the model API reported an error mid-stream: Overloaded"
+        ))
+    );
+    // Not JSON at all, and the body ends right after it: the server's words, not STREAM_CLOSED.
+    let (_, failure) = decode_failing(b"event: error\ndata: upstream went away");
+    assert_eq!(
+        failure,
+        Some(LlmFailure::new(
+            "STREAM_ERROR",
+            "the model API reported an error mid-stream: upstream went away"
+        ))
+    );
+}
+
+#[test]
+fn a_null_error_member_is_no_error() {
+    let body = sse(&[
+        json!({"choices":[{"delta":{"content":"fine"},"finish_reason":"stop"}],"error":null}),
+    ]);
+    let (chunks, failure) = decode_failing(&body);
+    assert_eq!(failure, None);
+    assert_eq!(chunks.as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_line_over_the_limit_is_response_too_large_naming_the_setting() {
+    let setting = "max_sse_line_bytes of provider route 'r'";
+    let mut body = sse(&[delta(json!({"content":"ok"}))]);
+    body.truncate(body.len() - b"data: [DONE]\n\n".len());
+    body.extend_from_slice(b"data: ");
+    body.extend_from_slice(&[b'a'; 200]);
+    for piece in [1, 16, 1000] {
+        let decoder = StreamDecoder::with_limits(100, setting);
+        let (chunks, failure) = decode_with(decoder, &body, piece);
+        // What came before the long line was translated.
+        assert_eq!(chunks.as_array().unwrap().len(), 2, "piece size {piece}");
+        assert_eq!(
+            failure,
+            Some(LlmFailure::new(
+                "RESPONSE_TOO_LARGE",
+                "the model API sent an event-stream line or event longer than 100 bytes \
+                 (max_sse_line_bytes of provider route 'r'); the rest of the response was not read"
+            )),
+            "piece size {piece}"
+        );
+    }
+    // A line at the limit is read (here: a torn end, not an oversized one).
+    let decoder = StreamDecoder::with_limits(8, setting);
+    let (_, failure) = decode_with(decoder, b"data: 12", 100);
+    assert_eq!(failure.map(|f| f.code), Some("STREAM_CLOSED".into()));
 }

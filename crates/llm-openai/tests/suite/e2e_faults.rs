@@ -12,13 +12,13 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// The answer every recovered attempt streams.
-fn ok_reply() -> Reply {
+pub(super) fn ok_reply() -> Reply {
     Reply::text("ok").usage(usage_spec(30, 1))
 }
 
 /// The events of a successful `ok_reply()` attempt in turn 1 step 1 starting at `s`,
 /// then the step and turn closing as completed.
-fn ok_attempt_and_close(s: &mut Seq, message_id: &str) -> Vec<Value> {
+pub(super) fn ok_attempt_and_close(s: &mut Seq, message_id: &str) -> Vec<Value> {
     ok_attempt_and_close_in(s, 1, message_id)
 }
 
@@ -49,7 +49,7 @@ fn ok_attempt_and_close_in(s: &mut Seq, turn: u64, message_id: &str) -> Vec<Valu
 }
 
 /// `llm/retry` + `llm/retry-started` for retry `n` of turn 1 step 1.
-fn retry_pair(
+pub(super) fn retry_pair(
     s: &mut Seq,
     retry_id: &str,
     n: u64,
@@ -84,7 +84,7 @@ fn retry_pair_in(
 }
 
 /// Step and turn closing with `failure` as the turn's error.
-fn close_with_error(s: &mut Seq, failure: &Value) -> [Value; 2] {
+pub(super) fn close_with_error(s: &mut Seq, failure: &Value) -> [Value; 2] {
     [
         s.event("step/end", json!({"turn": 1, "step": 1})),
         s.event(
@@ -95,7 +95,7 @@ fn close_with_error(s: &mut Seq, failure: &Value) -> [Value; 2] {
 }
 
 /// The model-visible history after the turn: only the prompt and, if any, the answer.
-fn history(e2e: &E2e) -> Vec<String> {
+pub(super) fn history(e2e: &E2e) -> Vec<String> {
     e2e.session()
         .derive_messages()
         .iter()

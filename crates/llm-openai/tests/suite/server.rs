@@ -11,6 +11,13 @@ pub enum Reply {
     Pieces(Vec<Vec<u8>>),
     /// Write these pieces, then keep the connection open until the client closes it.
     Stall(Vec<Vec<u8>>),
+    /// Write `head`, then `piece` again and again, pausing `pause` between, until the client
+    /// goes away.
+    Forever {
+        head: Vec<u8>,
+        piece: Vec<u8>,
+        pause: std::time::Duration,
+    },
 }
 
 /// One request as the server saw it.
@@ -113,6 +120,17 @@ async fn handle(mut socket: TcpStream, reply: Reply, tx: mpsc::UnboundedSender<S
     let (pieces, stall) = match reply {
         Reply::Pieces(pieces) => (pieces, false),
         Reply::Stall(pieces) => (pieces, true),
+        Reply::Forever { head, piece, pause } => {
+            if socket.write_all(&head).await.is_err() {
+                return;
+            }
+            while socket.write_all(&piece).await.is_ok() {
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+            return;
+        }
     };
     for piece in pieces {
         if socket.write_all(&piece).await.is_err() {

@@ -14,6 +14,16 @@ use super::sse::{self, RenderContext};
 pub const MALFORMED_PAYLOAD: &str =
     r#"{"choices": [{"index": 0, "delta": {"content": "unterminated"#;
 
+/// How an endless line of [`Fault::EndlessLine`] starts; `a`s follow without end.
+pub const ENDLESS_LINE_START: &str = r#"data: {"choices": [{"index": 0, "delta": {"content": ""#;
+
+/// The delta [`Fault::EndlessStream`] repeats without end.
+pub const ENDLESS_DELTA: &str = r#"{"choices": [{"index": 0, "delta": {"content": "more "}}]}"#;
+
+/// Bytes per write of an endless body: large enough to be fast, small enough that the
+/// server's own memory stays flat.
+const ENDLESS_PIECE: usize = 64 * 1024;
+
 /// What to do with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Plan {
@@ -41,6 +51,10 @@ pub(crate) enum Plan {
 pub(crate) enum StreamStep {
     /// Send `data: <payload>\n\n` as one HTTP chunk.
     Event(String),
+    /// Send these bytes as one HTTP chunk.
+    Raw(Vec<u8>),
+    /// Send these bytes as HTTP chunks again and again until the peer goes away.
+    Forever(Vec<u8>),
     Sleep(Duration),
     /// Reset the connection here.
     Reset,
@@ -177,7 +191,10 @@ fn stream_steps(reply: &Reply, ctx: &RenderContext) -> Vec<StreamStep> {
             Fault::Reset { after_chunks }
             | Fault::Stall { after_chunks }
             | Fault::EofWithoutDone { after_chunks }
-            | Fault::MalformedJson { after_chunks },
+            | Fault::MalformedJson { after_chunks }
+            | Fault::EndlessLine { after_chunks }
+            | Fault::EndlessStream { after_chunks }
+            | Fault::ErrorEvent { after_chunks, .. },
         ) => Some(after_chunks.unwrap_or(payloads.len()).min(payloads.len())),
         _ => None,
     };
@@ -210,6 +227,31 @@ fn stream_steps(reply: &Reply, ctx: &RenderContext) -> Vec<StreamStep> {
                 Some(Fault::MalformedJson { .. }) => {
                     push_event(&mut steps, MALFORMED_PAYLOAD.to_string());
                 }
+                Some(Fault::EndlessLine { .. }) => {
+                    steps.push(StreamStep::Raw(ENDLESS_LINE_START.as_bytes().to_vec()));
+                    steps.push(StreamStep::Forever(vec![b'a'; ENDLESS_PIECE]));
+                    return steps;
+                }
+                Some(Fault::EndlessStream { .. }) => {
+                    let event = format!("data: {ENDLESS_DELTA}\n\n");
+                    let repeats = (ENDLESS_PIECE / event.len()).max(1);
+                    steps.push(StreamStep::Forever(event.repeat(repeats).into_bytes()));
+                    return steps;
+                }
+                Some(Fault::ErrorEvent {
+                    ref error,
+                    sse_event,
+                    ..
+                }) => {
+                    let name = if sse_event { "event: error\n" } else { "" };
+                    let payload = serde_json::json!({ "error": error });
+                    steps.push(StreamStep::Raw(
+                        format!("{name}data: {payload}\n\n").into_bytes(),
+                    ));
+                    push_event(&mut steps, "[DONE]".to_string());
+                    steps.push(StreamStep::End);
+                    return steps;
+                }
                 _ => {}
             }
         }
@@ -241,6 +283,8 @@ mod tests {
                 StreamStep::Event(p) if p == "[DONE]" => "done".to_string(),
                 StreamStep::Event(p) if p == MALFORMED_PAYLOAD => "bad".to_string(),
                 StreamStep::Event(_) => "ev".to_string(),
+                StreamStep::Raw(bytes) => format!("raw:{}", String::from_utf8_lossy(bytes)),
+                StreamStep::Forever(bytes) => format!("forever:{}", bytes.len()),
                 StreamStep::Sleep(d) => format!("sleep{}", d.as_millis()),
                 StreamStep::Reset => "reset".to_string(),
                 StreamStep::Stall => "stall".to_string(),
@@ -276,6 +320,45 @@ mod tests {
             ["bad", "ev", "ev", "ev", "done", "end"]
         );
         assert_eq!(kinds(&plan(Fault::EmptyStream)), ["done", "end"]);
+        assert_eq!(
+            kinds(&plan(Fault::EndlessLine {
+                after_chunks: Some(1)
+            })),
+            [
+                "ev".to_string(),
+                format!("raw:{ENDLESS_LINE_START}"),
+                "forever:65536".into()
+            ]
+        );
+        let endless = plan(Fault::EndlessStream { after_chunks: None });
+        let kinds_of_endless = kinds(&endless);
+        assert_eq!(kinds_of_endless[..3], ["ev", "ev", "ev"]);
+        assert_eq!(kinds_of_endless.len(), 4);
+        let Plan::Stream { steps, .. } = &endless else {
+            panic!("expected a stream");
+        };
+        let StreamStep::Forever(bytes) = &steps[3] else {
+            panic!("expected an endless step");
+        };
+        // Whole events only, so the stream stays valid however long it runs.
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text
+            .split("\n\n")
+            .filter(|e| !e.is_empty())
+            .all(|e| e == format!("data: {ENDLESS_DELTA}")));
+        assert_eq!(
+            kinds(&plan(Fault::ErrorEvent {
+                after_chunks: Some(1),
+                error: json!({"message": "boom", "code": 500}),
+                sse_event: true,
+            })),
+            [
+                "ev",
+                "raw:event: error\ndata: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\n",
+                "done",
+                "end"
+            ]
+        );
     }
 
     #[test]

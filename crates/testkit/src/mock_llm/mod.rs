@@ -4,8 +4,9 @@
 //! unchanged (`DEEPSEEK_BASE_URL`). A [`Script`] says what each request gets: streamed
 //! reasoning, text and tool calls split into a chosen number of deltas, usage numbers, a
 //! finish reason, an HTTP error with `Retry-After`, or a transport fault (reset, stall,
-//! end without `[DONE]`, a malformed line, an empty stream, a missing body). Every request
-//! is recorded for assertions.
+//! end without `[DONE]`, a malformed line, an empty stream, a missing body, a line or a
+//! stream without end, an error event mid-stream). Every request is recorded for
+//! assertions.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), dsh_testkit::mock_llm::MockError> {
@@ -60,7 +61,7 @@ mod server;
 mod sse;
 
 pub use error::MockError;
-pub use faults::MALFORMED_PAYLOAD;
+pub use faults::{ENDLESS_DELTA, ENDLESS_LINE_START, MALFORMED_PAYLOAD};
 pub use script::{
     CacheField, Fault, IndexBy, Reply, Rule, RuleMatch, Script, ToolCallSpec, UsageSpec,
 };

@@ -224,6 +224,29 @@ pub enum Fault {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after_chunks: Option<usize>,
     },
+    /// After this many events, a `data:` line that never ends: bytes without a line break,
+    /// sent until the client closes the connection (a broken or hostile server).
+    EndlessLine {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_chunks: Option<usize>,
+    },
+    /// After this many events, valid text deltas without end, until the client closes the
+    /// connection.
+    EndlessStream {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_chunks: Option<usize>,
+    },
+    /// After this many events, an error reported in the stream: `data: {"error": <error>}`
+    /// (preceded by `event: error` when `sse_event` is set), then `data: [DONE]`, the way
+    /// vLLM ends a generation that failed.
+    ErrorEvent {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_chunks: Option<usize>,
+        /// The `error` member, for example `{"message": "...", "type": "...", "code": 500}`.
+        error: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        sse_event: bool,
+    },
     /// A 200 event stream holding only `data: [DONE]`.
     EmptyStream,
     /// A 200 response with an empty body.
@@ -584,6 +607,29 @@ mod tests {
             })
         );
         assert_eq!(script.responses[1].fault, Some(Fault::EmptyStream));
+        let script = Script::from_json(
+            r#"{"responses": [{"fault": {"kind": "endless_line"}}, {"fault": {"kind": "endless_stream", "after_chunks": 1}},
+                {"fault": {"kind": "error_event", "error": {"message": "boom", "code": 500}, "sse_event": true}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            script.responses[0].fault,
+            Some(Fault::EndlessLine { after_chunks: None })
+        );
+        assert_eq!(
+            script.responses[1].fault,
+            Some(Fault::EndlessStream {
+                after_chunks: Some(1)
+            })
+        );
+        assert_eq!(
+            script.responses[2].fault,
+            Some(Fault::ErrorEvent {
+                after_chunks: None,
+                error: json!({"message": "boom", "code": 500}),
+                sse_event: true
+            })
+        );
     }
 
     #[test]

@@ -406,6 +406,11 @@ async fn run_plan(conn: &mut Connection, plan: Plan, close: bool) -> std::io::Re
                         conn.write_chunk(format!("data: {payload}\n\n").as_bytes())
                             .await?;
                     }
+                    StreamStep::Raw(bytes) => conn.write_chunk(&bytes).await?,
+                    StreamStep::Forever(bytes) => loop {
+                        // Ends with the write error of a peer that went away.
+                        conn.write_chunk(&bytes).await?;
+                    },
                     StreamStep::Sleep(delay) => tokio::time::sleep(delay).await,
                     StreamStep::Reset => {
                         reset(conn);

@@ -59,6 +59,13 @@ impl RawResponse {
     }
 }
 
+/// Where a partial read of a streamed body stops.
+#[derive(Clone, Copy)]
+enum StopAt {
+    Events(usize),
+    Bytes(usize),
+}
+
 /// How a read attempt ended.
 enum Read {
     Bytes,
@@ -154,14 +161,22 @@ impl RawClient {
     /// Reads a streamed response's head and its first `events` SSE events, then stops
     /// (the body is left open; `end` says `Stalled`).
     pub async fn read_events(&mut self, events: usize) -> RawResponse {
-        self.read_response_until(Some(events))
+        self.read_response_until(Some(StopAt::Events(events)))
+            .await
+            .expect("a response head")
+    }
+
+    /// Reads a streamed response's head and at least `bytes` body bytes, then stops (the
+    /// body is left open; `end` says `Stalled`).
+    pub async fn read_bytes(&mut self, bytes: usize) -> RawResponse {
+        self.read_response_until(Some(StopAt::Bytes(bytes)))
             .await
             .expect("a response head")
     }
 
     async fn read_response_until(
         &mut self,
-        stop_after: Option<usize>,
+        stop_after: Option<StopAt>,
     ) -> Result<RawResponse, BodyEnd> {
         let head_end = loop {
             if let Some(at) = find(&self.buf, b"\r\n\r\n") {
@@ -224,7 +239,7 @@ impl RawClient {
         Ok(response)
     }
 
-    async fn read_chunked(&mut self, response: &mut RawResponse, stop_after: Option<usize>) {
+    async fn read_chunked(&mut self, response: &mut RawResponse, stop_after: Option<StopAt>) {
         loop {
             // Parse as many complete chunks as are buffered.
             while let Some(line_end) = find(&self.buf, b"\r\n") {
@@ -248,8 +263,14 @@ impl RawClient {
                 assert_eq!(&self.buf[need - 2..need], b"\r\n");
                 self.buf.drain(..need);
             }
-            let events = response.body.windows(2).filter(|w| w == b"\n\n").count();
-            if stop_after.is_some_and(|n| events >= n) {
+            let done = match stop_after {
+                None => false,
+                Some(StopAt::Bytes(n)) => response.body.len() >= n,
+                Some(StopAt::Events(n)) => {
+                    response.body.windows(2).filter(|w| w == b"\n\n").count() >= n
+                }
+            };
+            if done {
                 response.end = BodyEnd::Stalled;
                 return;
             }

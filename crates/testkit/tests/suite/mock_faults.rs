@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use dsh_testkit::mock_llm::{Fault, MockServer, Reply, Script, MALFORMED_PAYLOAD};
+use dsh_testkit::mock_llm::{
+    Fault, MockServer, Reply, Script, ENDLESS_DELTA, ENDLESS_LINE_START, MALFORMED_PAYLOAD,
+};
 use serde_json::json;
 
 use super::mock_client::{chat_body, default_usage, delta, finish, usage, BodyEnd, RawClient};
@@ -183,4 +185,89 @@ async fn non_stream_truncated_body_closes_the_connection() {
         (BodyEnd::Eof, declared / 2)
     );
     server.shutdown().await;
+}
+
+/// Enough bytes to show a body goes on far past any one write of the server.
+const MANY_BYTES: usize = 1024 * 1024;
+
+#[tokio::test]
+async fn an_endless_line_never_ends_and_stops_when_the_client_goes() {
+    let server = MockServer::start(Script::new().respond(three_deltas().with_fault(
+        Fault::EndlessLine {
+            after_chunks: Some(1),
+        },
+    )))
+    .await
+    .unwrap();
+    let mut client = RawClient::connect(server.addr()).await;
+    client
+        .send("POST", "/chat/completions", Some(&chat_body(true)), &[])
+        .await;
+    let response = client.read_bytes(MANY_BYTES).await;
+    let first = format!(
+        "data: {}\n\n",
+        delta(0, json!({"role": "assistant", "content": "a"}))
+    );
+    let body = String::from_utf8(response.body).unwrap();
+    let rest = body.strip_prefix(&first).unwrap();
+    let tail = rest.strip_prefix(ENDLESS_LINE_START).unwrap();
+    assert!(tail.len() > MANY_BYTES / 2);
+    assert!(tail.bytes().all(|b| b == b'a'), "no line break, ever");
+    // The server stops writing once the client is gone, and shuts down promptly.
+    drop(client);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_endless_stream_sends_valid_deltas_until_the_client_goes() {
+    let server = MockServer::start(Script::new().respond(three_deltas().with_fault(
+        Fault::EndlessStream {
+            after_chunks: Some(0),
+        },
+    )))
+    .await
+    .unwrap();
+    let mut client = RawClient::connect(server.addr()).await;
+    client
+        .send("POST", "/chat/completions", Some(&chat_body(true)), &[])
+        .await;
+    let mut response = client.read_bytes(MANY_BYTES).await;
+    // Whole events up to the last complete one.
+    let cut = response
+        .body
+        .windows(2)
+        .rposition(|w| w == b"\n\n")
+        .unwrap()
+        + 2;
+    response.body.truncate(cut);
+    let events = response.events();
+    assert!(events.len() > 1000);
+    let expected: serde_json::Value = serde_json::from_str(ENDLESS_DELTA).unwrap();
+    assert!(events.iter().all(|event| *event == expected));
+    drop(client);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_then_done() {
+    let error = json!({"message": "engine died", "type": "InternalServerError", "code": 500});
+    for sse_event in [false, true] {
+        let (server, _client, response) =
+            one_stream(three_deltas().with_fault(Fault::ErrorEvent {
+                after_chunks: Some(2),
+                error: error.clone(),
+                sse_event,
+            }))
+            .await;
+        assert_eq!(response.end, BodyEnd::Complete);
+        let name = if sse_event { "event: error\n" } else { "" };
+        let expected = format!(
+            "data: {}\n\ndata: {}\n\n{name}data: {}\n\ndata: [DONE]\n\n",
+            delta(0, json!({"role": "assistant", "content": "a"})),
+            delta(0, json!({"content": "b"})),
+            json!({"error": error}),
+        );
+        assert_eq!(String::from_utf8(response.body).unwrap(), expected);
+        server.shutdown().await;
+    }
 }

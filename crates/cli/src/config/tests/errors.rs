@@ -195,3 +195,74 @@ fn a_settings_file_that_is_a_device_a_fifo_or_huge_is_never_read() {
         crate::config::SETTINGS_MAX_BYTES
     )));
 }
+
+#[test]
+fn urls_that_cannot_be_endpoints_are_refused_where_they_were_set() {
+    let expected = |at: &str, route: &str, found: &str| {
+        format!("{at}: `providers.{route}.base_url`: expected an http:// or https:// URL, found {found}")
+    };
+    assert_eq!(
+        error_of("[providers.x]\nbase_url = \"http://[::1\"\n"),
+        expected(
+            "settings.toml:2",
+            "x",
+            "\"http://[::1\" (invalid IPv6 address)"
+        )
+    );
+    assert_eq!(
+        error_with(
+            "",
+            &[("DEEPSEEK_BASE_URL", "http://[::1")],
+            &Overrides::default()
+        ),
+        expected(
+            "env DEEPSEEK_BASE_URL",
+            "deepseek-official",
+            "\"http://[::1\" (invalid IPv6 address)"
+        )
+    );
+    let flags = |url: &str| Overrides {
+        base_url: Some(url.into()),
+        ..Overrides::default()
+    };
+    assert_eq!(
+        error_with("", &[], &flags("http://[::1")),
+        expected(
+            "flag --base-url",
+            "deepseek-official",
+            "\"http://[::1\" (invalid IPv6 address)"
+        )
+    );
+    assert_eq!(
+        error_with("", &[], &flags("http://127.0.0.1:99999/v1")),
+        expected(
+            "flag --base-url",
+            "deepseek-official",
+            "\"http://127.0.0.1:99999/v1\" (invalid port number)"
+        )
+    );
+    assert_eq!(
+        error_with(
+            "",
+            &[("OPENAI_BASE_URL", "http://h/v1?api-version=1")],
+            &Overrides::default()
+        ),
+        expected(
+            "env OPENAI_BASE_URL",
+            "openai-compatible",
+            "\"http://h/v1?api-version=1\" (it has a query or fragment, which `/chat/completions` cannot follow)"
+        )
+    );
+}
+
+#[test]
+fn stream_limits_are_positive_byte_counts() {
+    assert_eq!(
+        error_of("[providers.deepseek-official]\nmax_response_bytes = 0\n"),
+        "settings.toml:2: `providers.deepseek-official.max_response_bytes`: expected a whole number greater than 0, found an integer (0)"
+    );
+    assert_eq!(
+        error_of("[providers.deepseek-official]\nmax_sse_line_bytes = \"16M\"\n"),
+        "settings.toml:2: `providers.deepseek-official.max_sse_line_bytes`: expected a whole number greater than 0, found \"16M\""
+    );
+}

@@ -93,3 +93,37 @@ fn secret_looking_plugin_config_fields_are_hidden() {
         json!({"apiKey": "<hidden>", "api_key_env": "VAR", "nested": [{"authToken": "<hidden>", "port": 1}], "password": null})
     );
 }
+
+#[test]
+fn stream_limits_show_their_defaults_and_where_a_route_changed_them() {
+    let settings = load_with(
+        "[providers.deepseek-official]\nmax_sse_line_bytes = 65536\nmax_response_bytes = 1048576\n",
+        &[],
+        &Overrides::default(),
+    )
+    .unwrap();
+    let text = render_text(&settings);
+    let compact: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("max_"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        compact,
+        [
+            "max_sse_line_bytes = 65536 # settings.toml:2",
+            "max_response_bytes = 1048576 # settings.toml:3",
+            "max_sse_line_bytes = 16777216 # default",
+            "max_response_bytes = 134217728 # default",
+        ]
+    );
+    let value = render_json(&settings);
+    assert_eq!(
+        value["providers"][0]["max_response_bytes"],
+        json!({"value": 1048576, "source": "settings.toml:3"})
+    );
+    assert_eq!(
+        value["providers"][1]["max_sse_line_bytes"],
+        json!({"value": 16777216, "source": "default"})
+    );
+}

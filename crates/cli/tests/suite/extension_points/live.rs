@@ -192,6 +192,7 @@ pub async fn production_listeners(root: &std::path::Path) -> Vec<Live> {
     ]
     .into();
     let settings = load(&env, &Overrides::default()).unwrap();
+    let env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     let runtime = Runtime::boot(
         settings,
         BootOptions {

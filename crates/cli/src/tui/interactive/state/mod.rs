@@ -10,6 +10,7 @@ mod keys;
 
 use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
+use crate::sanitize::sanitize;
 use crate::tui::text::wrap;
 use crate::tui::{entry_lines, ApprovalPrompt, Entry, InputBox, RunState, ToolState, Transcript};
 use crossterm::event::KeyEvent;
@@ -318,9 +319,10 @@ impl InteractiveState {
         self.note(lines, effects);
     }
 
-    /// `text` wrapped to the screen width; scrollback cannot be re-wrapped later.
+    /// `text` wrapped to the screen width; scrollback cannot be re-wrapped later. Notes and
+    /// errors can quote a session title or a model's words, so they are made terminal-safe.
     fn wrapped(&self, text: &str, style: Style) -> Vec<Line<'static>> {
-        wrap(text, usize::from(self.width))
+        wrap(&sanitize(text), usize::from(self.width))
             .into_iter()
             .map(|row| Line::styled(row, style))
             .collect()
