@@ -72,13 +72,9 @@ fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The shell command tmux runs: `dsh` in the workspace with a clean environment.
-fn dsh_command(sandbox: &Sandbox) -> String {
-    dsh_command_with(sandbox, &[])
-}
-
-/// [`dsh_command`] with `args` after `dsh`, and the sandbox's extra environment.
-fn dsh_command_with(sandbox: &Sandbox, args: &[&str]) -> String {
+/// The shell command tmux runs: `dsh <args>` in the workspace with a clean environment (and
+/// the sandbox's extra variables).
+fn dsh_command(sandbox: &Sandbox, args: &[&str]) -> String {
     let mut env = vec![
         format!(
             "DSH_HOME={}",
@@ -140,7 +136,7 @@ impl Tmux {
         let tmux = Tmux {
             socket: sandbox.home.path().join("tmux.sock"),
         };
-        let command = dsh_command_with(sandbox, args);
+        let command = dsh_command(sandbox, args);
         let started = tmux.run(&[
             "new-session",
             "-d",
