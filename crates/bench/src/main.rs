@@ -10,6 +10,7 @@ mod agents_many;
 mod core_stack;
 mod counting;
 mod derive_messages;
+mod sandbox_spawn;
 mod session_append;
 mod session_list;
 mod session_resume;
@@ -76,6 +77,11 @@ const BENCHES: &[Bench] = &[
         name: "agents-1000",
         about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
         run: agents_many::run,
+    },
+    Bench {
+        name: "sandbox-spawn",
+        about: "one confined bash call vs an unconfined one (figures only, no budget)",
+        run: sandbox_spawn::run,
     },
 ];
 

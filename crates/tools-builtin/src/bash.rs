@@ -122,7 +122,7 @@ impl Bash {
                 (None, None)
             }
         };
-        let confined = matches!(enforcement, Enforcement::Full | Enforcement::LandlockOnly);
+        let confined = enforcement == Enforcement::Full;
         let failed = !matches!(termination, Termination::Exited(0));
         let denied = confined && failed && DENIAL_SIGNATURES.iter().any(|s| content.contains(s));
         if denied {

@@ -1,10 +1,17 @@
 //! Confining the commands bash runs, and the policy the file tools share with it.
 //!
-//! Modes: `read-only`, `workspace-write` (default) and `danger-full-access`; only writes are
-//! confined. On Linux a command is confined in-binary, in its own forked child, before exec:
-//! 1. optionally a private user + mount namespace with `.git` bind-mounted read-only
-//!    ([`namespace`]), since Landlock alone cannot carve a read-only hole out of a writable tree;
-//! 2. a Landlock ruleset granting writes beneath the writable roots only ([`landlock`]).
+//! Modes: `read-only`, `workspace-write` (default) and `danger-full-access`; only changes to
+//! the file system are confined (contents and metadata), never reads. On Linux a command is
+//! confined in-binary, in its own forked child, before exec, by two independent layers:
+//! 1. a private user + mount namespace in which the whole host file system is read-only, the
+//!    writable roots are mounted read-write on top and the workspace's `.git` read-only again
+//!    ([`namespace`]); this is what stops metadata changes (`chmod`, `chown`, `touch -d`,
+//!    xattrs), which Landlock does not cover;
+//! 2. a Landlock ruleset granting writes beneath the writable roots only ([`landlock`]), which
+//!    also forbids the command from changing its mounts.
+//!
+//! Both layers are required: when either cannot be built the mode is unavailable and bash
+//! fails closed (`SANDBOX_UNAVAILABLE`) unless the caller chose to run unconfined.
 //!
 //! The private TMPDIR is a root of its own; `/tmp` as a whole is never granted, so a workspace
 //! that itself lies under `/tmp` is confined just like any other.
@@ -20,9 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 pub use policy::{SandboxMode, SandboxPolicy, UnconfinedFallback, WRITABLE_DEVICES};
-pub use probe::{
-    Enforcement, LandlockSupport, NamespaceSupport, NoticeSeverity, SandboxNotice, SandboxProbe,
-};
+pub use probe::{Enforcement, LandlockSupport, NamespaceSupport, SandboxNotice, SandboxProbe};
 
 use crate::error::ToolError;
 
@@ -40,18 +45,17 @@ impl Confinement {
     pub fn label(&self) -> &'static str {
         match &self.child {
             None => "none",
-            Some(setup) if setup.namespace.is_some() => "landlock+namespace",
-            Some(_) => "landlock",
+            Some(_) => "landlock+namespace",
         }
     }
 }
 
 /// Prepared in the parent, applied in the child.
 pub(crate) struct ChildSetup {
-    namespace: Option<namespace::NamespacePlan>,
+    namespace: namespace::NamespacePlan,
     ruleset: Option<::landlock::RulesetCreated>,
-    /// Re-entered after the mounts so a working directory inside a protected path sees the
-    /// read-only view, not the mount underneath.
+    /// Re-entered after the mounts so the working directory is the new view (the writable
+    /// clone, or the read-only `.git`), not the mount underneath.
     cwd: CString,
 }
 
@@ -61,13 +65,11 @@ impl ChildSetup {
     /// # Safety
     /// Only in a forked child before exec (a `pre_exec` hook); performs raw system calls.
     pub(crate) unsafe fn apply(&mut self) -> io::Result<()> {
-        if let Some(plan) = &self.namespace {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { plan.enter()? };
-            // SAFETY: `cwd` is a valid NUL-terminated path.
-            if unsafe { libc::chdir(self.cwd.as_ptr()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.namespace.enter()? };
+        // SAFETY: `cwd` is a valid NUL-terminated path.
+        if unsafe { libc::chdir(self.cwd.as_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
         }
         match self.ruleset.take() {
             Some(ruleset) => landlock::restrict_self(ruleset),
@@ -106,17 +108,17 @@ pub(crate) fn prepare(
                 }),
             };
         }
-        Enforcement::Full | Enforcement::LandlockOnly => {}
+        Enforcement::Full => {}
     }
     let sandbox_failed = |reason: String| ToolError::SandboxFailed { reason };
     let ruleset = landlock::build_ruleset(policy).map_err(sandbox_failed)?;
-    let namespace = if mode == SandboxMode::WorkspaceWrite && enforcement == Enforcement::Full {
-        let plan = namespace::NamespacePlan::new(policy.read_only_paths())
-            .map_err(|e| sandbox_failed(format!("preparing read-only mounts: {e}")))?;
-        plan.has_binds().then_some(plan)
-    } else {
-        None
+    // In read-only mode nothing goes on top of the read-only host, .git included.
+    let (writable, read_only) = match mode {
+        SandboxMode::WorkspaceWrite => (policy.writable_roots(), policy.read_only_paths()),
+        _ => (&[][..], &[][..]),
     };
+    let namespace = namespace::NamespacePlan::new(writable, read_only)
+        .map_err(|e| sandbox_failed(format!("preparing the mounts: {e}")))?;
     let cwd = CString::new(cwd.as_os_str().as_bytes())
         .map_err(|_| sandbox_failed("the working directory contains a NUL byte".to_string()))?;
     Ok(Confinement {
@@ -177,30 +179,31 @@ mod tests {
             (c.enforcement, c.child.is_none(), c.label()),
             (Enforcement::Unavailable, true, "none")
         );
-        assert_eq!(
-            c.notice.map(|n| n.severity),
-            Some(NoticeSeverity::Unavailable)
-        );
+        assert!(c.notice.unwrap().message.starts_with("Sandbox unavailable"));
     }
 
     #[test]
-    fn missing_namespaces_degrade_to_landlock_only() {
+    fn missing_namespaces_fail_closed_in_both_confined_modes() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(ws.join(".git")).unwrap();
         std::fs::create_dir_all(ws.join("tmp")).unwrap();
-        let p = policy(SandboxMode::WorkspaceWrite, UnconfinedFallback::Refuse, &ws);
-        let c = prepare(&p, &probe(true, false), &ws).unwrap();
-        assert_eq!(
-            (c.enforcement, c.label()),
-            (Enforcement::LandlockOnly, "landlock")
-        );
-        assert_eq!(c.notice.map(|n| n.severity), Some(NoticeSeverity::Degraded));
-        let full = prepare(&p, &probe(true, true), &ws).unwrap();
-        assert_eq!(
-            (full.enforcement, full.label(), full.notice),
-            (Enforcement::Full, "landlock+namespace", None)
-        );
+        for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+            let p = policy(mode, UnconfinedFallback::Refuse, &ws);
+            let err = prepare(&p, &probe(true, false), &ws).err().unwrap();
+            assert_eq!(err.code(), "SANDBOX_UNAVAILABLE", "{mode}");
+            assert!(err.to_string().contains("(EPERM)"), "{err}");
+            let allowed = p.with_fallback(UnconfinedFallback::Allow);
+            let c = prepare(&allowed, &probe(true, false), &ws).unwrap();
+            assert_eq!(
+                (c.enforcement, c.label()),
+                (Enforcement::Unavailable, "none")
+            );
+            let full = prepare(&p, &probe(true, true), &ws).unwrap();
+            assert_eq!(
+                (full.enforcement, full.label(), full.notice),
+                (Enforcement::Full, "landlock+namespace", None)
+            );
+        }
     }
 
     #[test]

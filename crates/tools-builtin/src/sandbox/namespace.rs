@@ -1,28 +1,39 @@
-//! Read-only carve-outs inside a writable workspace, the way bubblewrap makes them.
+//! The host's file system read-only, the writable roots on top: a private mount view built
+//! the way bubblewrap builds one, for the command alone.
 //!
-//! Landlock can only grant access, so it cannot keep `.git` read-only inside a writable
-//! workspace. The child therefore enters a private user + mount namespace, bind-mounts each
-//! protected path onto itself and remounts the bind read-only. The mounts live only in the
-//! child's namespace; the host never sees them. Landlock, applied afterwards, forbids the child
-//! from changing its mounts again, so even a root shell cannot undo the remount.
+//! Landlock confines opening, creating, removing and renaming files, but not metadata:
+//! `chmod`, `chown`, `utimes` (`touch -d`), extended attributes and ACLs, and inode flags
+//! change files anywhere Landlock lets a command merely look. A read-only mount stops all of
+//! them, so the child enters a private user + mount namespace and, before exec:
 //!
-//! Everything that allocates (paths, map contents, mount flags) is prepared in the parent by
-//! [`NamespacePlan::new`]; [`NamespacePlan::enter`] runs between fork and exec and makes only
-//! raw system calls.
+//! 1. clones each writable root's mount subtree (`open_tree`), while everything is still
+//!    writable;
+//! 2. marks every mount it can see read-only in one recursive `mount_setattr` (this covers
+//!    `/proc`, `/sys` and `/dev` too, and needs no list of mount points; device nodes such as
+//!    `/dev/null` stay writable, since a read-only mount does not stop writes to a device);
+//! 3. attaches the writable clones over their own paths (`move_mount`);
+//! 4. binds each protected path (the workspace's `.git`) onto itself and marks that read-only;
+//! 5. drops `CAP_SYS_ADMIN` from the bounding set, so a command running as root in the
+//!    namespace cannot clear the read-only flags with `mount_setattr` (Landlock, applied
+//!    afterwards, stops `mount`, `umount` and `move_mount`, but has no hook for
+//!    `mount_setattr`).
+//!
+//! Setting a flag is always allowed, even on mounts the kernel locks in a user namespace (it
+//! locks them against *clearing* flags and against unmounting), so no mount is left writable
+//! for want of privilege. `mount_setattr` exists since Linux 5.12, older than Landlock (5.13).
+//! Everything lives in the child's namespace; the host never sees these mounts.
+//!
+//! Everything that allocates (paths, map contents, the slots for the clones) is prepared in
+//! the parent by [`NamespacePlan::new`]; [`NamespacePlan::enter`] runs between fork and exec
+//! and makes only raw system calls.
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// One path to protect and the flags its remount must keep.
-#[derive(Debug)]
-struct ReadOnlyBind {
-    path: CString,
-    /// Flags of the mount the path lives on that an unprivileged remount may not drop
-    /// (nosuid, nodev, noexec, atime flags); the kernel refuses the remount otherwise.
-    locked_flags: libc::c_ulong,
-}
+/// Not in the libc crate (capability numbers live in `linux/capability.h`).
+const CAP_SYS_ADMIN: libc::c_ulong = 21;
 
 /// Everything the child needs to enter its namespace, computed before fork.
 #[derive(Debug)]
@@ -33,44 +44,52 @@ pub(crate) struct NamespacePlan {
     /// The fallback: map only our own ids (always allowed after `setgroups` is denied).
     own_uid_map: CString,
     own_gid_map: CString,
-    binds: Vec<ReadOnlyBind>,
+    /// Mounted read-write over the read-only host, outermost first.
+    writable: Vec<CString>,
+    /// One slot per writable root for its cloned mount tree, filled in the child.
+    clones: Vec<libc::c_int>,
+    /// Made read-only again inside the writable roots.
+    read_only: Vec<CString>,
 }
 
 impl NamespacePlan {
-    /// Plans read-only binds for those of `read_only` that exist.
-    pub(crate) fn new(read_only: &[PathBuf]) -> io::Result<Self> {
+    /// Plans a read-only host with `writable` on top and `read_only` carved out of those;
+    /// paths that do not exist are left out (there is nothing to bind).
+    pub(crate) fn new(writable: &[PathBuf], read_only: &[PathBuf]) -> io::Result<Self> {
         // SAFETY: these getters cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let binds = read_only
+        let mut roots: Vec<&PathBuf> = writable.iter().filter(|p| p.exists()).collect();
+        // A root inside another must be attached after it, or the outer one would hide it;
+        // paths order component by component, so an ancestor sorts before what it contains.
+        roots.sort();
+        roots.dedup();
+        let writable = roots
+            .into_iter()
+            .map(|p| c_path(p))
+            .collect::<io::Result<Vec<_>>>()?;
+        let read_only = read_only
             .iter()
-            .filter(|path| path.exists())
-            .map(|path| {
-                Ok(ReadOnlyBind {
-                    path: c_path(path)?,
-                    locked_flags: locked_mount_flags(path)?,
-                })
-            })
+            .filter(|p| p.exists())
+            .map(|p| c_path(p))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(Self {
             full_uid_map: c_string("0 0 4294967295\n")?,
             full_gid_map: c_string("0 0 4294967295\n")?,
             own_uid_map: c_string(&format!("{uid} {uid} 1\n"))?,
             own_gid_map: c_string(&format!("{gid} {gid} 1\n"))?,
-            binds,
+            clones: vec![-1; writable.len()],
+            writable,
+            read_only,
         })
     }
 
-    /// Whether there is anything to protect; without binds the namespace is pointless.
-    pub(crate) fn has_binds(&self) -> bool {
-        !self.binds.is_empty()
-    }
-
-    /// Enters a private user + mount namespace and applies the read-only binds.
+    /// Enters a private user + mount namespace and builds the read-only view.
     ///
     /// # Safety
     /// Call only in a freshly forked, single-threaded child (a `pre_exec` hook): it changes the
-    /// calling process's namespaces and mounts. It performs only async-signal-safe system calls.
-    pub(crate) unsafe fn enter(&self) -> io::Result<()> {
+    /// calling process's namespaces and mounts. It performs only async-signal-safe system calls
+    /// and writes only into memory `self` already owns.
+    pub(crate) unsafe fn enter(&mut self) -> io::Result<()> {
         // SAFETY (whole block): plain system calls on NUL-terminated buffers owned by `self`.
         unsafe {
             check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
@@ -83,7 +102,8 @@ impl NamespacePlan {
                 write_file(c"/proc/self/setgroups", b"deny")?;
                 write_file(c"/proc/self/gid_map", self.own_gid_map.as_bytes())?;
             }
-            // Keep our mounts from propagating back to the host.
+            // Keep our mounts from propagating back to the host (this also makes unbindable
+            // mounts cloneable).
             check(libc::mount(
                 std::ptr::null(),
                 c"/".as_ptr(),
@@ -91,28 +111,86 @@ impl NamespacePlan {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ))?;
-            for bind in &self.binds {
+            for (root, slot) in self.writable.iter().zip(self.clones.iter_mut()) {
+                *slot = open_tree_clone(root)?;
+            }
+            set_read_only(c"/")?;
+            for (root, fd) in self.writable.iter().zip(self.clones.iter()) {
+                let attached = check_long(libc::syscall(
+                    libc::SYS_move_mount,
+                    *fd,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    root.as_ptr(),
+                    libc::MOVE_MOUNT_F_EMPTY_PATH,
+                ));
+                libc::close(*fd);
+                attached?;
+            }
+            for path in &self.read_only {
                 check(libc::mount(
-                    bind.path.as_ptr(),
-                    bind.path.as_ptr(),
+                    path.as_ptr(),
+                    path.as_ptr(),
                     std::ptr::null(),
                     libc::MS_BIND | libc::MS_REC,
                     std::ptr::null(),
                 ))?;
-                check(libc::mount(
-                    std::ptr::null(),
-                    bind.path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | bind.locked_flags,
-                    std::ptr::null(),
-                ))?;
+                set_read_only(path)?;
             }
+            check(libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0))?;
         }
         Ok(())
     }
 }
 
+/// A detached copy of the mount tree at `path` (with everything mounted below it).
+unsafe fn open_tree_clone(path: &CString) -> io::Result<libc::c_int> {
+    // SAFETY: `path` is NUL-terminated; the flags ask for a new, close-on-exec descriptor.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    libc::c_int::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))
+}
+
+/// Marks the mount at `path` and every mount below it read-only, leaving their other flags
+/// (locked or not) as they are.
+unsafe fn set_read_only(path: &std::ffi::CStr) -> io::Result<()> {
+    let attr = libc::mount_attr {
+        attr_set: libc::MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is NUL-terminated; `attr` lives across the call and its size is passed.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_RECURSIVE,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    })
+}
+
 fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn check_long(ret: libc::c_long) -> io::Result<()> {
     if ret == 0 {
         Ok(())
     } else {
@@ -148,39 +226,33 @@ fn c_string(s: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte"))
 }
 
-/// The mount flags of the file system holding `path` that a remount has to repeat.
-fn locked_mount_flags(path: &Path) -> io::Result<libc::c_ulong> {
-    let c = c_path(path)?;
-    // SAFETY: `stat` is plain old data; statvfs fills it or fails.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid NUL-terminated path and a valid out pointer.
-    check(unsafe { libc::statvfs(c.as_ptr(), &mut stat) })?;
-    let pairs: [(libc::c_ulong, libc::c_ulong); 6] = [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ];
-    Ok(pairs
-        .iter()
-        .filter(|(st, _)| stat.f_flag & st != 0)
-        .fold(0, |acc, (_, ms)| acc | ms))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
-    fn plan_skips_missing_paths_and_reads_mount_flags() {
+    fn plan_skips_missing_paths_and_attaches_outer_roots_first() {
         let dir = tempfile::tempdir().unwrap();
-        let plan =
-            NamespacePlan::new(&[dir.path().to_path_buf(), dir.path().join("missing")]).unwrap();
-        assert_eq!(plan.binds.len(), 1);
-        assert!(plan.has_binds());
+        let outer = dir.path().to_path_buf();
+        let inner = outer.join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        let plan = NamespacePlan::new(
+            &[
+                inner.clone(),
+                outer.clone(),
+                outer.join("missing"),
+                outer.clone(),
+            ],
+            &[inner.join(".git"), outer.clone()],
+        )
+        .unwrap();
+        assert_eq!(
+            plan.writable,
+            vec![c_path(&outer).unwrap(), c_path(&inner).unwrap()]
+        );
+        assert_eq!(plan.clones, vec![-1, -1]);
+        assert_eq!(plan.read_only, vec![c_path(&outer).unwrap()]);
         assert!(plan.own_uid_map.to_str().unwrap().ends_with(" 1\n"));
     }
 }

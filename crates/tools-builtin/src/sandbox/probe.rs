@@ -6,6 +6,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -26,7 +27,8 @@ pub enum LandlockSupport {
     NotImplemented,
 }
 
-/// Whether a child can enter a private user + mount namespace and remount a path read-only.
+/// Whether a child can enter a private user + mount namespace and build the read-only view of
+/// the host with a writable root on top.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum NamespaceSupport {
@@ -40,28 +42,17 @@ pub enum NamespaceSupport {
 pub enum Enforcement {
     /// `danger-full-access`: nothing to enforce.
     Unconfined,
-    /// Landlock, plus read-only binds for `.git` where the mode needs them.
+    /// Both layers: the read-only namespace and Landlock.
     Full,
-    /// Landlock without the namespace: writes stay inside the roots, but `.git` is writable.
-    LandlockOnly,
-    /// The kernel cannot confine this mode at all.
+    /// This system cannot build one of the layers, so the mode cannot be kept. There is no
+    /// half-confined middle: Landlock alone would leave metadata (`chmod`, `touch -d`) outside
+    /// the workspace and all of `.git` open to commands that nobody approved.
     Unavailable,
 }
 
-/// How serious a notice is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NoticeSeverity {
-    /// Confinement works, minus one guarantee.
-    Degraded,
-    /// No confinement is possible in the requested mode.
-    Unavailable,
-}
-
-/// A message for the user about a sandbox shortfall.
+/// A message for the user about why commands cannot be confined, and what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SandboxNotice {
-    pub severity: NoticeSeverity,
     pub message: String,
 }
 
@@ -95,57 +86,51 @@ impl SandboxProbe {
         let namespaces = self.namespaces == NamespaceSupport::Available;
         match mode {
             SandboxMode::DangerFullAccess => Enforcement::Unconfined,
-            _ if !landlock => Enforcement::Unavailable,
-            SandboxMode::ReadOnly => Enforcement::Full,
-            SandboxMode::WorkspaceWrite if namespaces => Enforcement::Full,
-            SandboxMode::WorkspaceWrite => Enforcement::LandlockOnly,
+            _ if landlock && namespaces => Enforcement::Full,
+            _ => Enforcement::Unavailable,
         }
     }
 
     /// The notice to show for `mode`, if this kernel falls short of it.
     pub fn notice(&self, mode: SandboxMode) -> Option<SandboxNotice> {
-        match self.enforcement(mode) {
-            Enforcement::Unconfined | Enforcement::Full => None,
-            Enforcement::LandlockOnly => {
-                let reason = match &self.namespaces {
-                    NamespaceSupport::Unavailable { reason } => reason.as_str(),
-                    NamespaceSupport::Available => "unknown",
-                };
-                Some(SandboxNotice {
-                    severity: NoticeSeverity::Degraded,
-                    message: format!(
-                        "Sandbox degraded: unprivileged user namespaces are unavailable ({reason}), so \
-                         the workspace's .git directory cannot be made read-only for commands. Landlock \
-                         still limits command writes to the workspace and the session temp dir, and the \
-                         file tools still refuse to write into .git; only bash commands can modify .git. \
-                         To restore the guarantee, enable unprivileged user namespaces (for example \
-                         `sysctl kernel.unprivileged_userns_clone=1` or \
-                         `sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or use --sandbox read-only."
-                    ),
-                })
-            }
-            Enforcement::Unavailable => {
-                let why = match self.landlock {
-                    LandlockSupport::NotEnabled => {
-                        "this Linux kernel has Landlock built in but not enabled at boot"
-                    }
-                    _ => {
-                        "this Linux kernel does not provide Landlock (it needs Linux 5.13 or newer)"
-                    }
-                };
-                Some(SandboxNotice {
-                    severity: NoticeSeverity::Unavailable,
-                    message: format!(
-                        "Sandbox unavailable: {why}, so dsh cannot confine bash commands to {mode} mode. \
-                         Consequence: bash commands are refused with SANDBOX_UNAVAILABLE rather than run \
-                         unconfined (the file tools still enforce {mode} themselves). Your choices: \
-                         restart with --sandbox danger-full-access to run commands without confinement; \
-                         approve commands one at a time (each approved command runs unconfined); or \
-                         enable Landlock (add `landlock` to the kernel's `lsm=` boot parameter)."
-                    ),
-                })
-            }
+        if self.enforcement(mode) != Enforcement::Unavailable {
+            return None;
         }
+        // Landlock first: enabling namespaces alone would not help without it.
+        let (why, remedy) = match (&self.landlock, &self.namespaces) {
+            (LandlockSupport::NotEnabled, _) => (
+                "this Linux kernel has Landlock built in but not enabled at boot".to_string(),
+                "enable Landlock (add `landlock` to the kernel's `lsm=` boot parameter)",
+            ),
+            (LandlockSupport::NotImplemented, _) => (
+                "this Linux kernel does not provide Landlock (it needs Linux 5.13 or newer)"
+                    .to_string(),
+                "enable Landlock (add `landlock` to the kernel's `lsm=` boot parameter)",
+            ),
+            (LandlockSupport::Available { .. }, NamespaceSupport::Unavailable { reason }) => (
+                format!(
+                    "dsh cannot build the private mount namespace that makes the rest of the \
+                     file system read-only for commands ({reason}); Landlock alone would leave \
+                     chmod, chown and touch outside the workspace, and writes into .git, \
+                     unconfined"
+                ),
+                "allow unprivileged user namespaces (for example \
+                 `sysctl kernel.apparmor_restrict_unprivileged_userns=0` on Ubuntu, or \
+                 `sysctl kernel.unprivileged_userns_clone=1` on older Debian kernels; in a \
+                 container, a seccomp profile that permits `unshare` and `mount`)",
+            ),
+            (LandlockSupport::Available { .. }, NamespaceSupport::Available) => return None,
+        };
+        Some(SandboxNotice {
+            message: format!(
+                "Sandbox unavailable: {why}, so dsh cannot confine bash commands to {mode} mode. \
+                 Consequence: bash commands are refused with SANDBOX_UNAVAILABLE rather than run \
+                 unconfined (the file tools still enforce {mode} themselves). Your choices: \
+                 restart with --sandbox danger-full-access to run commands without confinement; \
+                 approve commands one at a time (each approved command runs unconfined); or \
+                 {remedy}."
+            ),
+        })
     }
 }
 
@@ -171,8 +156,10 @@ fn detect_landlock() -> LandlockSupport {
     }
 }
 
-/// Runs `/bin/sh` in a namespace with a read-only bind over a scratch directory and checks that
-/// a write there is refused: the whole mechanism, end to end.
+/// Runs `/bin/sh` in the namespace a command would get, with a scratch directory laid out
+/// like a workspace, and checks every promise of the view: the writable root is writable,
+/// the carve-out inside it is not, and neither the contents nor the metadata of the host
+/// outside can change. The whole mechanism, end to end, without Landlock.
 fn detect_namespaces() -> NamespaceSupport {
     match try_namespaces() {
         Ok(()) => NamespaceSupport::Available,
@@ -182,20 +169,28 @@ fn detect_namespaces() -> NamespaceSupport {
 
 fn try_namespaces() -> Result<(), String> {
     let scratch = std::env::temp_dir().join(format!("dsh-ns-probe-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir(&scratch).map_err(|e| format!("creating a probe directory: {e}"))?;
-    let result = run_probe_child(&scratch);
+    let result = std::fs::create_dir_all(scratch.join("rw/ro"))
+        .and_then(|()| std::fs::write(scratch.join("host"), b""))
+        .map_err(|e| format!("creating a probe directory: {e}"))
+        .and_then(|()| run_probe_child(&scratch));
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn run_probe_child(scratch: &std::path::Path) -> Result<(), String> {
-    let plan = NamespacePlan::new(&[scratch.to_path_buf()])
+fn run_probe_child(scratch: &Path) -> Result<(), String> {
+    let mut plan = NamespacePlan::new(&[scratch.join("rw")], &[scratch.join("rw/ro")])
         .map_err(|e| format!("preparing the namespace: {e}"))?;
     let mut command = Command::new("/bin/sh");
     command
         .arg("-c")
-        // A subshell: a failed redirection on a special builtin would end the whole shell.
-        .arg("if (echo x > \"$1/probe\") 2>/dev/null; then exit 3; fi; exit 0")
+        // Subshells: a failed redirection on a special builtin would end the whole shell.
+        .arg(concat!(
+            "(echo x > \"$1/rw/ok\") 2>/dev/null || exit 4; ",
+            "if (echo x > \"$1/rw/ro/x\") 2>/dev/null; then exit 3; fi; ",
+            "if (echo x > \"$1/host\") 2>/dev/null; then exit 5; fi; ",
+            "if chmod 600 \"$1/host\" 2>/dev/null; then exit 6; fi; ",
+            "exit 0",
+        ))
         .arg("sh")
         .arg(scratch)
         .stdin(Stdio::null())
@@ -207,10 +202,13 @@ fn run_probe_child(scratch: &std::path::Path) -> Result<(), String> {
     }
     let status = command
         .status()
-        .map_err(|e| format!("entering a user namespace failed: {e}"))?;
+        .map_err(|e| format!("building the namespace failed: {e}"))?;
     match status.code() {
         Some(0) => Ok(()),
         Some(3) => Err("a read-only bind mount did not stop writes".to_string()),
+        Some(4) => Err("the writable root was not writable in the namespace".to_string()),
+        Some(5) => Err("the read-only host mounts did not stop writes".to_string()),
+        Some(6) => Err("the read-only host mounts did not stop chmod".to_string()),
         _ => Err(format!("the probe command failed ({status})")),
     }
 }
@@ -245,8 +243,9 @@ mod tests {
             (&full, WorkspaceWrite, Full),
             (&full, ReadOnly, Full),
             (&full, DangerFullAccess, Unconfined),
-            (&no_ns, WorkspaceWrite, LandlockOnly),
-            (&no_ns, ReadOnly, Full),
+            (&no_ns, WorkspaceWrite, Unavailable),
+            (&no_ns, ReadOnly, Unavailable),
+            (&no_ns, DangerFullAccess, Unconfined),
             (&none, WorkspaceWrite, Unavailable),
             (&none, ReadOnly, Unavailable),
             (&none, DangerFullAccess, Unconfined),
@@ -255,13 +254,30 @@ mod tests {
             assert_eq!(p.enforcement(mode), expected, "{mode}");
         }
         assert_eq!(full.notice(WorkspaceWrite), None);
-        assert_eq!(
-            no_ns.notice(WorkspaceWrite).map(|n| n.severity),
-            Some(NoticeSeverity::Degraded)
-        );
+        assert_eq!(no_ns.notice(DangerFullAccess), None);
         let unavailable = none.notice(ReadOnly).map(|n| n.message).unwrap_or_default();
         assert!(unavailable.contains("--sandbox danger-full-access"));
         assert!(unavailable.contains("read-only mode"));
+        assert!(unavailable.contains("Landlock"));
+        let no_ns = no_ns
+            .notice(WorkspaceWrite)
+            .map(|n| n.message)
+            .unwrap_or_default();
+        assert!(
+            no_ns.starts_with(
+                "Sandbox unavailable: dsh cannot build the private mount namespace that makes \
+                 the rest of the file system read-only for commands (EPERM)"
+            ),
+            "{no_ns}"
+        );
+        assert!(
+            no_ns.contains("refused with SANDBOX_UNAVAILABLE"),
+            "{no_ns}"
+        );
+        assert!(
+            no_ns.contains("allow unprivileged user namespaces"),
+            "{no_ns}"
+        );
     }
 
     #[test]

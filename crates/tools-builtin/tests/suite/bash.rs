@@ -35,7 +35,7 @@ async fn success_returns_interleaved_output_and_metadata() {
         json!({
             "exitCode": 0, "signal": null, "timedOut": false, "timeoutMs": 120000,
             "truncated": false, "outputBytes": 14, "spillPath": null,
-            "workdir": fx.ws().display().to_string(), "sandbox": "landlock",
+            "workdir": fx.ws().display().to_string(), "sandbox": "landlock+namespace",
             "sandboxDenied": false, "sandboxNotice": null
         })
     );

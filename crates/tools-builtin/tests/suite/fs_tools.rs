@@ -399,6 +399,36 @@ async fn file_tools_enforce_the_sandbox_roots() {
 }
 
 #[tokio::test]
+async fn write_and_edit_break_a_hard_link_instead_of_writing_through_it() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fixture::new();
+    let outside = fx.outside().join("outside.txt");
+    std::fs::write(&outside, "original\n").unwrap();
+    std::fs::hard_link(&outside, fx.ws().join("alias.txt")).unwrap();
+    std::fs::hard_link(&outside, fx.ws().join("alias2.txt")).unwrap();
+    assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 3);
+
+    // write replaces the workspace name with a new file; the outside one keeps its content
+    read(&fx, "alias.txt").await.unwrap();
+    write(&fx, "alias.txt", "written\n").await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("alias.txt")).unwrap(),
+        "written\n"
+    );
+    // edit does the same
+    read(&fx, "alias2.txt").await.unwrap();
+    edit(&fx, "alias2.txt", "original", "edited", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("alias2.txt")).unwrap(),
+        "edited\n"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original\n");
+    assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
+}
+
+#[tokio::test]
 async fn read_only_mode_refuses_every_write_but_reads() {
     let fx = Fixture::mode(SandboxMode::ReadOnly);
     fx.write("a.txt", "a\n");

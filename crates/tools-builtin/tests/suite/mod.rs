@@ -6,6 +6,7 @@ mod fs_tools;
 mod harness;
 mod registry;
 mod sandbox;
+mod sandbox_probes;
 mod search;
 mod support;
 mod todo;
