@@ -365,6 +365,7 @@ mod tests {
             tool: "bash".into(),
             summary: "cargo publish\n--dry-run".into(),
             reason: None,
+            escalation: None,
         };
         let decided = ApprovalDecided {
             call_id: "c1".into(),

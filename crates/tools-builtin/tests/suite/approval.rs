@@ -201,7 +201,10 @@ async fn ask_runs_commands_and_file_changes_inside_the_sandbox_without_a_prompt(
     let h = Harness::new(json!({"policy": "ask"}));
     let answerer = ScriptedAnswerer::new([]);
     h.answer_with(&answerer);
-    let command = h.run("bash", bash("echo ok > f.txt && cat f.txt")).await;
+    // Without `description` too: models other than DeepSeek often leave it out.
+    let command = h
+        .run("bash", json!({"command": "echo ok > f.txt && cat f.txt"}))
+        .await;
     assert_eq!(text(&command), "ok\n");
     let write = h
         .run("write", json!({"file_path": "g.txt", "content": "x"}))
