@@ -20,7 +20,7 @@ mod identity;
 mod lookup;
 mod rows;
 
-pub use agent::AgentStart;
+pub use agent::{AgentStart, ResumeChange};
 pub use error::AppError;
 pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
