@@ -18,9 +18,10 @@
 //! models = [{ id = "qwen3-coder", context_window = 131072, input = ["text"] }]
 //!
 //! [approval]
-//! policy = "ask"                        # ask | never | auto
-//! rules = [
+//! policy = "ask"                        # untrusted | ask | never (docs/safety-approval.md)
+//! rules = [                             # deny beats ask beats allow
 //!   { action = "allow", tool = "bash", command_prefix = "cargo test" },
+//!   { action = "ask", tool = "bash", command_prefix = "git push" },
 //!   { action = "deny", tool = "write", path = "secrets/**" },
 //! ]
 //!
