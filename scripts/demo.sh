@@ -27,11 +27,11 @@ until grep -q '^listening on ' "$announce"; do
 done
 url=$(sed -n 's/^listening on //p' "$announce")
 
-# A headless run has no one to answer approval prompts, so allow the demo's `ls`
-# explicitly; it still runs inside the workspace-write sandbox.
+# Under the default approval policy the demo's `ls` runs inside the workspace-write
+# sandbox without a prompt, so this headless run needs no answers.
 status=0
 DSH_HOME=$home "$bin/dsh" run --provider openai-compatible --base-url "$url" \
-    --approval never "What is this project?" || status=$?
+    "What is this project?" || status=$?
 
 echo
 echo "The session log is in $home/sessions. Look at it with:"

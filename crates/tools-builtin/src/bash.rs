@@ -10,6 +10,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::escalation::{
+    Availability, EscalationRefusal, EscalationRequest, ESCALATION_TARGETS,
+};
+use crate::approval::Approvals;
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::output::OutputCollector;
@@ -48,6 +52,17 @@ directory. Commands may run under a file sandbox: a write it blocks is reported 
 `[sandbox: file access denied under <mode> mode]`, which is a policy decision, not a bug in the \
 command — do not work around it. Background processes do not outlive the call. Long output is \
 shortened to its beginning and end, and the full output is saved to a file whose path is reported.";
+
+/// The escalation half of the description: how to ask to leave the sandbox, and when not to.
+const ESCALATION: &str = "Attempting a command the sandbox may deny is safe: run it and read the \
+marker rather than assuming the denial. When the sandbox denies a command that a wider mode would \
+let succeed, the one sanctioned way out is to retry that exact command once, in the same turn, \
+with `sandbox_permissions` (the narrowest wider mode that suffices) and a one-sentence \
+`justification`: the user is asked to approve that one run. Never escalate speculatively: \
+`sandbox_permissions` is valid only as a retry of the same command the sandbox just denied in this \
+session. A rejected escalation is final for that command in this turn: stop and explain, never \
+work around it. When the denial says the sandbox mode is fixed (approval policy never), do not set \
+`sandbox_permissions` at all.";
 
 /// A sandbox denial looks like one of these in the command's own error output.
 const DENIAL_SIGNATURES: &[&str] = &["Read-only file system", "Permission denied"];
@@ -166,7 +181,7 @@ impl TypedTool for Bash {
     }
 
     fn description(&self) -> String {
-        DESCRIPTION.to_owned()
+        format!("{DESCRIPTION} {ESCALATION}")
     }
 
     fn parameters(&self) -> Value {
@@ -185,9 +200,18 @@ impl TypedTool for Bash {
                 "workdir": {
                     "type": "string",
                     "description": "Directory to run in. Defaults to the workspace; a relative path resolves against it."
+                },
+                "sandbox_permissions": {
+                    "type": "string",
+                    "enum": ESCALATION_TARGETS.iter().map(|mode| mode.as_str()).collect::<Vec<_>>(),
+                    "description": "The wider sandbox mode this command needs. Valid only as a one-shot retry of the same command the sandbox just denied; requires justification and the user's approval."
+                },
+                "justification": {
+                    "type": "string",
+                    "description": "Required with sandbox_permissions: one sentence for the user explaining why this exact command needs the wider access."
                 }
             },
-            "required": ["command", "description"]
+            "required": ["command"]
         })
     }
 
@@ -201,13 +225,51 @@ impl TypedTool for Bash {
         false
     }
 
+    /// Runs the call in the session's sandbox mode, or, for an approved escalation, in the
+    /// mode the person allowed for this one call. A sandbox denial gets a second marker
+    /// saying whether (and how) the command may ask to leave the sandbox.
     async fn execute(
         &self,
         args: BashArgs,
         exec: &ToolExecution,
     ) -> Result<ToolOutput, ToolFailure> {
         let env = tool_env(exec)?;
-        Ok(self.run(args, &env, exec.signal().clone()).await?)
+        let approvals = exec.caller().and_then(|c| c.ctx().get::<Approvals>());
+        let request = EscalationRequest::from_arguments(exec.arguments())
+            .map_err(|reason| ToolError::invalid(Self::NAME, reason))?;
+        let (env, escalated) = match &request {
+            None => (env, None),
+            Some(request) => {
+                let Some(approvals) = &approvals else {
+                    return Err(ToolError::EscalationRefused {
+                        refusal: EscalationRefusal::Unavailable,
+                        message: "the command was not run: sandbox escalation needs approval, \
+                                  and no approval service is configured. Do not set \
+                                  sandbox_permissions; tell the user what you needed."
+                            .into(),
+                    }
+                    .into());
+                };
+                let current = env.sandbox().mode();
+                let mode = approvals
+                    .escalate(exec, &args.command, current, request)
+                    .await?;
+                (env.with_sandbox_mode(mode), Some(mode))
+            }
+        };
+        let mut output = self.run(args, &env, exec.signal().clone()).await?;
+        if let Some(mode) = escalated {
+            if let Value::Object(meta) = &mut output.metadata {
+                meta.insert("escalatedTo".into(), json!(mode));
+            }
+        }
+        if output.metadata["sandboxDenied"] == json!(true) {
+            let availability = approvals.map_or(Availability::Unsupported, |approvals| {
+                approvals.escalation_availability(exec)
+            });
+            insert_after_denial(&mut output.content, availability.hint());
+        }
+        Ok(output)
     }
 
     fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
@@ -225,6 +287,21 @@ fn push_marker(content: &mut String, marker: String) {
         content.push('\n');
     }
     content.push_str(&marker);
+}
+
+/// Puts `hint` on the line after the denial marker (at the end when there is none).
+fn insert_after_denial(content: &mut String, hint: &str) {
+    let at = content
+        .find("[sandbox: file access denied under ")
+        .map(|start| {
+            content[start..]
+                .find('\n')
+                .map_or(content.len(), |end| start + end)
+        });
+    match at {
+        Some(at) => content.insert_str(at, &format!("\n{hint}")),
+        None => push_marker(content, hint.to_owned()),
+    }
 }
 
 fn effective_timeout(env: &ToolEnv, requested: Option<u64>) -> Result<Duration, ToolError> {
@@ -337,6 +414,20 @@ mod tests {
                 env_pair("DSH_HOME", "/h"),
             ]
         );
+    }
+
+    #[test]
+    fn the_escalation_hint_follows_the_denial_marker() {
+        let mut content =
+            "x: Permission denied\n[exit code: 1]\n[sandbox: file access denied under read-only mode]\n[sandbox notice: n]".to_string();
+        insert_after_denial(&mut content, "[hint]");
+        assert_eq!(
+            content,
+            "x: Permission denied\n[exit code: 1]\n[sandbox: file access denied under read-only mode]\n[hint]\n[sandbox notice: n]"
+        );
+        let mut bare = "out".to_string();
+        insert_after_denial(&mut bare, "[hint]");
+        assert_eq!(bare, "out\n[hint]");
     }
 
     #[test]

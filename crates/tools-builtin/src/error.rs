@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::approval::escalation::EscalationRefusal;
 use crate::sandbox::SandboxMode;
 
 /// A nearby region of a file, offered when an edit's `old_string` was not found.
@@ -158,6 +159,13 @@ pub enum ToolError {
         #[source]
         source: std::io::Error,
     },
+
+    /// A bash call's `sandbox_permissions` request that did not get a person's approval.
+    #[error("{message}")]
+    EscalationRefused {
+        refusal: EscalationRefusal,
+        message: String,
+    },
 }
 
 impl ToolError {
@@ -193,6 +201,7 @@ impl ToolError {
             Self::HttpStatus { .. } => "HTTP_STATUS",
             Self::UnsupportedContent { .. } => "UNSUPPORTED_CONTENT",
             Self::Io { .. } => "IO_ERROR",
+            Self::EscalationRefused { refusal, .. } => refusal.code(),
         }
     }
 
@@ -226,6 +235,7 @@ impl ToolError {
             | Self::HttpStatus { .. }
             | Self::UnsupportedContent { .. } => "WebFetchError",
             Self::Io { .. } => "IoError",
+            Self::EscalationRefused { .. } => "SandboxEscalationError",
         }
     }
 

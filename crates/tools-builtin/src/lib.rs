@@ -7,8 +7,10 @@
 //! from [`ToolEnvs`], where the agent's setup registered it for the agent's scope. The
 //! [`BuiltinToolsPlugin`] (`tools-builtin`) registers the configured set on the tool runtime
 //! and provides [`ToolEnvs`].
-//! The [`approval`] module decides which calls a person must allow and asks them through the
-//! [`ApprovalAnswerer`] seam; [`ApprovalPlugin`] (`approval`) mounts it.
+//! The [`approval`] module decides which calls a person must allow (under the default `ask`
+//! policy: only those that would leave the sandbox) and asks them through the
+//! [`ApprovalAnswerer`] seam, including a bash command's request to escalate out of its
+//! sandbox mode; [`ApprovalPlugin`] (`approval`) mounts it.
 //!
 //! | tool | concurrency | module |
 //! |---|---|---|

@@ -21,7 +21,7 @@ mod lookup;
 mod rows;
 mod temp;
 
-pub use agent::AgentStart;
+pub use agent::{AgentStart, ResumeChange};
 pub use error::AppError;
 pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};

@@ -157,7 +157,7 @@ fn a_missing_key_names_its_variable_and_a_way_out() {
 #[test]
 fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
     let settings = "[tools.bash]\nenabled = false\n[tools.web_fetch]\nenabled = true\n\
-                    [approval]\npolicy = \"auto\"\nrules = [{ action = \"allow\", tool = \"bash\", command_prefix = \"cargo test\" }, { action = \"deny\", tool = \"write\", path = \"secrets/**\" }]\n\
+                    [approval]\npolicy = \"untrusted\"\nrules = [{ action = \"allow\", tool = \"bash\", command_prefix = \"cargo test\" }, { action = \"deny\", tool = \"write\", path = \"secrets/**\" }]\n\
                     [[plugins]]\nid = \"session-persistence-jsonl\"\nconfig = { root = \"/elsewhere\", compression = \"none\" }\n";
     let patched = home(Some(settings), &[]);
     let settings = settings_of(&patched, &Overrides::default());
@@ -172,7 +172,7 @@ fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
     );
     assert_eq!(
         row(&composition, "approval"),
-        &json!({"policy": "auto", "rules": [
+        &json!({"policy": "untrusted", "rules": [
             {"action": "allow", "tool": "bash", "command_prefix": "cargo test"},
             {"action": "deny", "tool": "write", "path": "secrets/**"},
         ]})
@@ -416,4 +416,81 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_resumed_session_keeps_its_safety_only_when_not_wider_than_this_run() {
+    use super::agent::resumed_safety;
+    use dsh_tools_builtin::approval::SafetyFold;
+    use dsh_tools_builtin::ApprovalPolicy::{Ask, Never, Untrusted};
+    use dsh_tools_builtin::SandboxMode::{DangerFullAccess, ReadOnly, WorkspaceWrite};
+    let recorded = |sandbox, policy| SafetyFold {
+        preset: None,
+        sandbox: Some(sandbox),
+        policy: Some(policy),
+    };
+    let plain = home(None, &[]);
+    let defaults = settings_of(&plain, &Overrides::default());
+
+    // Narrower than this run's defaults: kept, nothing to say.
+    let kept = resumed_safety(&recorded(ReadOnly, Untrusted), &defaults);
+    assert_eq!(
+        (kept.sandbox, kept.policy, kept.log_sandbox),
+        (ReadOnly, Untrusted, false)
+    );
+    assert!(kept.changes.is_empty());
+
+    // Wider: this run's settings, and why.
+    let wide = resumed_safety(&recorded(DangerFullAccess, Never), &defaults);
+    assert_eq!(
+        (wide.sandbox, wide.policy, wide.log_sandbox),
+        (WorkspaceWrite, Ask, true)
+    );
+    let said: Vec<String> = wide.changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "the resumed session was recorded with sandbox \"danger-full-access\", wider than \
+             this run's \"workspace-write\", so it runs under \"workspace-write\" (give --sandbox \
+             danger-full-access again to keep it)",
+            "the resumed session was recorded with approval policy \"never\", wider than this \
+             run's \"ask\", so it runs under \"ask\" (give --approval never again to keep it)",
+        ]
+    );
+
+    // The same flags again keep it; a flag of this run wins either way, and says so.
+    let danger = Overrides {
+        sandbox: Some(DangerFullAccess),
+        ..Overrides::default()
+    };
+    let again = resumed_safety(
+        &recorded(DangerFullAccess, Never),
+        &settings_of(&plain, &danger),
+    );
+    assert_eq!((again.sandbox, again.policy), (DangerFullAccess, Never));
+    assert!(again.changes.is_empty());
+    let widened = resumed_safety(&recorded(ReadOnly, Ask), &settings_of(&plain, &danger));
+    assert_eq!((widened.sandbox, widened.policy), (DangerFullAccess, Never));
+    assert_eq!(
+        widened.changes[0].to_string(),
+        "the resumed session was recorded with sandbox \"read-only\"; this run's flag --sandbox \
+         chooses \"danger-full-access\""
+    );
+
+    // The settings file is "what this run would choose" too, but not a choice made now.
+    let file = home(Some("[sandbox]\nmode = \"read-only\"\n"), &[]);
+    let narrowed = resumed_safety(
+        &recorded(WorkspaceWrite, Ask),
+        &settings_of(&file, &Overrides::default()),
+    );
+    assert_eq!(narrowed.sandbox, ReadOnly);
+    assert_eq!(narrowed.changes.len(), 1);
+
+    // A log without the knobs (an original's session) gets this run's, logged, silently.
+    let bare = resumed_safety(&SafetyFold::default(), &defaults);
+    assert_eq!(
+        (bare.sandbox, bare.policy, bare.log_sandbox),
+        (WorkspaceWrite, Ask, true)
+    );
+    assert!(bare.changes.is_empty());
 }

@@ -1,4 +1,5 @@
-//! `dsh` with no command: the interactive terminal UI over a booted [`Runtime`].
+//! `dsh` with no command: the interactive terminal UI over a booted [`Runtime`], on a new
+//! session or, with `--resume ID` / `--continue`, on a stored one.
 //!
 //! [`AppDriver`] is the application side of the UI's [`AgentDriver`] seam. It owns the
 //! agent of the session on screen and starts it only when the first prompt is sent (so
@@ -7,8 +8,10 @@
 //! permission presets.
 
 use super::sessions::format_time;
-use super::{exit, GlobalArgs};
-use crate::app::{find_session, sessions_of, AgentStart, BootOptions, Runtime};
+use super::{exit, GlobalArgs, Opening};
+use crate::app::{
+    find_session, latest_session, sessions_of, AgentStart, AppError, BootOptions, Runtime,
+};
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::{
     run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
@@ -21,16 +24,17 @@ use dsh_agent::{
 use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
 use dsh_store::SessionPersistence;
-use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode};
+use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode, SafetyFold};
 use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
 use futures_util::future::BoxFuture;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
-/// Runs the interactive UI when stdin and stdout are a terminal; otherwise prints the help
-/// and returns the usage status, as a bare `dsh` in a script should.
-pub(super) fn run(global: &GlobalArgs, env: &dyn Env) -> anyhow::Result<u8> {
+/// Runs the interactive UI, on the session `opening` names, when stdin and stdout are a
+/// terminal; otherwise prints the help and returns the usage status, as a bare `dsh` in a
+/// script should.
+pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyhow::Result<u8> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         let help = <super::Cli as clap::CommandFactory>::command().render_help();
         eprint!("{help}");
@@ -41,11 +45,22 @@ pub(super) fn run(global: &GlobalArgs, env: &dyn Env) -> anyhow::Result<u8> {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    tokio.block_on(interactive(settings, options))
+    tokio.block_on(interactive(settings, options, opening))
 }
 
-async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result<u8> {
+async fn interactive(
+    settings: Settings,
+    options: BootOptions,
+    opening: &Opening,
+) -> anyhow::Result<u8> {
     let runtime = Arc::new(Runtime::boot(settings, options)?);
+    let stored = match stored_session(&runtime, opening) {
+        Ok(stored) => stored,
+        Err(error) => {
+            shutdown(runtime);
+            return Err(error.into());
+        }
+    };
     let (sender, inputs) = mpsc::unbounded_channel();
     let answers = Answers::new();
     let approvals = runtime.approvals();
@@ -55,17 +70,47 @@ async fn interactive(settings: Settings, options: BootOptions) -> anyhow::Result
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
-    let first = driver.opened_new();
-    let result = run_terminal(driver.clone(), answers, sender, inputs, first).await;
+    let first = match stored {
+        None => Ok(driver.opened_new()),
+        Some(id) => driver.open_stored(id).await.map_err(anyhow::Error::from),
+    };
+    let result = match first {
+        Ok(first) => run_terminal(driver.clone(), answers, sender, inputs, first)
+            .await
+            .map_err(anyhow::Error::from),
+        Err(error) => Err(error),
+    };
     if let Some(approvals) = &approvals {
         approvals.set_answerer(None);
     }
     drop(driver);
+    shutdown(runtime);
+    result?;
+    Ok(exit::SUCCESS)
+}
+
+/// The stored session `--resume` or `--continue` names, checked before the UI starts (a
+/// wrong id is a usage error, like `dsh run --resume`'s).
+fn stored_session(runtime: &Runtime, opening: &Opening) -> Result<Option<SessionId>, AppError> {
+    if *opening == Opening::New {
+        return Ok(None);
+    }
+    let persistence = runtime.persistence().ok_or(AppError::MissingPart {
+        service: "session store",
+        row: crate::config::PERSISTENCE_ROW,
+    })?;
+    let summary = match opening {
+        Opening::Resume(query) => find_session(&*persistence, query)?,
+        _ => latest_session(&*persistence, runtime.workspace())?,
+    };
+    Ok(Some(SessionId::new(summary.id)))
+}
+
+/// Shuts the runtime down once nothing else holds it.
+fn shutdown(runtime: Arc<Runtime>) {
     if let Ok(runtime) = Arc::try_unwrap(runtime) {
         runtime.shutdown();
     }
-    result?;
-    Ok(exit::SUCCESS)
 }
 
 /// Probes the sandbox off the UI thread (it forks a short-lived shell) and says once what it
@@ -141,6 +186,12 @@ impl AppDriver {
             .map(|live| live.agent().clone())
     }
 
+    /// Resumes the stored session `id` (`dsh --resume`, `dsh --continue`) as the one the UI
+    /// opens with.
+    pub async fn open_stored(&self, id: SessionId) -> Result<OpenedSession, DriverError> {
+        self.reopen(id, OpenedHow::Resumed).await
+    }
+
     /// The (not yet started) session the UI opens with.
     pub fn opened_new(&self) -> OpenedSession {
         let id = self.current().id.clone();
@@ -184,8 +235,10 @@ impl AppDriver {
                 });
             })
             .map_err(DriverError::failed)?;
+        let changes = Arc::new(Mutex::new(Vec::new()));
         let start = AgentStart {
             session_id: Some(id.clone()),
+            resume_changes: Some(changes.clone()),
             ..AgentStart::default()
         };
         let handle = if resume {
@@ -200,6 +253,15 @@ impl AppDriver {
                 return Err(DriverError::failed(error));
             }
         };
+        let notes: Vec<String> = changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|change| format!("note: {change}"))
+            .collect();
+        if !notes.is_empty() {
+            let _ = self.inputs.send(Input::Notice(notes));
+        }
         match install_model_selection(handle.agent().ctx(), self.selection.clone()) {
             // They unwind with the agent.
             Ok(disposers) => disposers.into_iter().for_each(Disposer::forget),
@@ -307,6 +369,18 @@ impl AppDriver {
     }
 }
 
+/// The preset a session's log says it runs under: the last one chosen, unless its sandbox
+/// mode changed since (a pinned mode, a resume under narrower settings), when the preset
+/// named after the mode in force.
+fn current_preset(fold: &SafetyFold) -> Option<PermissionPreset> {
+    match (fold.preset, fold.sandbox) {
+        (Some(preset), Some(mode)) if preset.sandbox_mode() != mode => {
+            Some(PermissionPreset::for_sandbox(mode))
+        }
+        (preset, mode) => preset.or(mode.map(PermissionPreset::for_sandbox)),
+    }
+}
+
 fn default_preset(settings: &Settings) -> PermissionPreset {
     PermissionPreset::for_sandbox(settings.sandbox.mode.value)
 }
@@ -411,7 +485,7 @@ impl AgentDriver for AppDriver {
                 current.preset,
             )
         };
-        live.and_then(|agent| fold_session_safety(&agent.session().events()).preset)
+        live.and_then(|agent| current_preset(&fold_session_safety(&agent.session().events())))
             .or(pending)
             .unwrap_or_else(|| default_preset(self.runtime.settings()))
     }

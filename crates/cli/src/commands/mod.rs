@@ -4,7 +4,8 @@
 //! any configuration is read or runtime started, so it stays instant.
 //!
 //! - `dsh` alone on a terminal: the interactive UI ([`interactive`]); elsewhere it prints
-//!   the help and exits 2.
+//!   the help and exits 2. `dsh --resume ID` and `dsh --continue` open it on a stored
+//!   session.
 //! - `dsh run [PROMPT]`: one headless turn ([`run`]); exit 0 completed, 1 failed, blocked or
 //!   cut off, 130 interrupted, 2 usage or configuration error.
 //! - `dsh sessions ...`: list, show, verify, repair, fork and export stored sessions.
@@ -63,9 +64,46 @@ pub struct UsageError(pub String);
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Open the interactive UI on the stored session ID (a unique prefix is enough)
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub resume: Option<String>,
+    /// Open the interactive UI on the most recent session of this workspace
+    #[arg(long = "continue")]
+    pub continue_: bool,
     /// Without a command, `dsh` on a terminal opens the interactive UI.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Which session the interactive UI opens on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// A new session (started by the first prompt).
+    New,
+    /// The stored session this id or unique prefix names (`--resume`).
+    Resume(String),
+    /// The workspace's most recent session (`--continue`).
+    Continue,
+}
+
+impl Cli {
+    /// The session the interactive UI opens on; `--resume` and `--continue` belong to the
+    /// UI only (a headless turn takes them after `run`).
+    pub fn opening(&self) -> Result<Opening, UsageError> {
+        let opening = match (&self.resume, self.continue_) {
+            (Some(query), _) => Opening::Resume(query.clone()),
+            (None, true) => Opening::Continue,
+            (None, false) => Opening::New,
+        };
+        if opening != Opening::New && self.command.is_some() {
+            return Err(UsageError(
+                "--resume and --continue before a command open the interactive UI; for a \
+                 headless turn put them after it (`dsh run --continue ...`)"
+                    .into(),
+            ));
+        }
+        Ok(opening)
+    }
 }
 
 /// Options every command accepts; they override settings.toml and the environment.
@@ -83,7 +121,8 @@ pub struct GlobalArgs {
     /// Which file writes are confined; danger-full-access also means approval "never"
     #[arg(long, global = true, value_name = "MODE", value_parser = word::<SandboxMode>())]
     pub sandbox: Option<SandboxMode>,
-    /// When to ask before a call that needs approval
+    /// When a person is asked: before every command and file change (untrusted), only when a
+    /// command would leave the sandbox (ask), or never
     #[arg(long, global = true, value_name = "POLICY", value_parser = word::<ApprovalPolicy>())]
     pub approval: Option<ApprovalPolicy>,
     /// Endpoint of the selected provider route (for example a local server's
@@ -223,7 +262,10 @@ pub fn main() -> ExitCode {
     }
     let result = match &cli.command {
         // `run` streams to the real stdout and stderr itself.
-        None => interactive::run(&cli.global, &ProcessEnv),
+        None => cli
+            .opening()
+            .map_err(anyhow::Error::from)
+            .and_then(|opening| interactive::run(&cli.global, &opening, &ProcessEnv)),
         Some(Command::Run(args)) => run::run(&cli.global, args, &ProcessEnv),
         Some(_) => {
             let failure = WriteFailure::default();
@@ -270,8 +312,9 @@ pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result
     // Before any command reads a log (`main` did this too; callers of `dispatch` may not).
     crate::app::register_event_types().map_err(AppError::EventTypes)?;
     let flags = cli.global.overrides();
+    let opening = cli.opening()?;
     match &cli.command {
-        None => interactive::run(&cli.global, env),
+        None => interactive::run(&cli.global, &opening, env),
         Some(Command::Run(args)) => run::run(&cli.global, args, env),
         Some(Command::Sessions(command)) => sessions::sessions(&cli.global, command, env, out),
         Some(Command::Config(ConfigCommand::Show { json })) => {
@@ -302,10 +345,10 @@ mod tests {
 
     #[test]
     fn word_flags_parse_the_owners_words_and_list_them() {
-        let cli =
-            Cli::try_parse_from(["dsh", "--sandbox", "read-only", "--approval", "auto"]).unwrap();
+        let cli = Cli::try_parse_from(["dsh", "--sandbox", "read-only", "--approval", "untrusted"])
+            .unwrap();
         assert_eq!(cli.global.sandbox, Some(SandboxMode::ReadOnly));
-        assert_eq!(cli.global.approval, Some(ApprovalPolicy::Auto));
+        assert_eq!(cli.global.approval, Some(ApprovalPolicy::Untrusted));
 
         let error = Cli::try_parse_from(["dsh", "--sandbox", "workspace"]).unwrap_err();
         assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
@@ -316,10 +359,20 @@ mod tests {
              For more information, try '--help'.\n"
         );
 
+        let cli = Cli::try_parse_from(["dsh", "--resume", "3f2a"]).unwrap();
+        assert_eq!(cli.opening().unwrap(), Opening::Resume("3f2a".into()));
+        let cli = Cli::try_parse_from(["dsh", "--continue"]).unwrap();
+        assert_eq!(cli.opening().unwrap(), Opening::Continue);
+        let cli = Cli::try_parse_from(["dsh", "run", "--resume", "3f2a", "go"]).unwrap();
+        assert_eq!(cli.opening().unwrap(), Opening::New);
+        let cli = Cli::try_parse_from(["dsh", "--continue", "run", "go"]).unwrap();
+        assert!(cli.opening().is_err());
+        assert!(Cli::try_parse_from(["dsh", "--continue", "--resume", "x"]).is_err());
+
         let help = Cli::command().render_help().to_string();
         for words in [
             "[possible values: read-only, workspace-write, danger-full-access]",
-            "[possible values: ask, never, auto]",
+            "[possible values: untrusted, ask, never]",
         ] {
             assert!(help.contains(words), "{help}");
         }

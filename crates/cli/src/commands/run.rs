@@ -17,7 +17,7 @@ use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
 use dsh_protocol::{Message, SessionId};
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -112,10 +112,12 @@ async fn drive(
         ),
     );
     let cap_hit = Arc::new(AtomicBool::new(false));
+    let changes = Arc::new(Mutex::new(Vec::new()));
     let start = AgentStart {
         session_id: None,
         max_steps: args.max_turns,
         step_cap_hit: Some(cap_hit.clone()),
+        resume_changes: Some(changes.clone()),
     };
     let id = resume.clone().unwrap_or_else(Runtime::new_session_id);
     output.session(id.as_str(), resume.is_some());
@@ -144,6 +146,14 @@ async fn drive(
             return Err(error.into());
         }
     };
+    // What the resumed session runs under differently from its log, before any work.
+    for change in changes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        output.note(&format!("dsh: note: {change}"));
+    }
     let sent = handle.agent().followup(Message::user_text(prompt));
     if let Err(error) = sent {
         handle.dispose().await;

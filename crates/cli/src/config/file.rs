@@ -11,19 +11,9 @@ use dsh_tools_builtin::approval::{ApprovalPolicy, ApprovalRule, RuleAction, Rule
 use dsh_tools_builtin::SandboxMode;
 use std::path::Path;
 
-/// The tools `[tools.<name>]` may configure.
-pub const KNOWN_TOOLS: &[&str] = &[
-    "bash",
-    "read",
-    "write",
-    "edit",
-    "glob",
-    "grep",
-    "todo_write",
-    "web_fetch",
-    "web_search",
-    "subagent",
-];
+/// The tools `[tools.<name>]` may configure: the built-in tools this binary has (a switch
+/// for a tool that does not exist would be shown, and believed, to do something).
+pub const KNOWN_TOOLS: &[&str] = dsh_tools_builtin::BUILTIN_TOOL_NAMES;
 
 /// Everything the settings file said, with lines. Absent keys are `None`.
 #[derive(Debug, Default)]
@@ -347,6 +337,20 @@ fn read_approval(doc: &Doc<'_>, node: &Node, layer: &mut FileLayer) -> Result<()
     let table = doc.table("approval", node)?;
     doc.check_keys("approval", table, APPROVAL)?;
     if let Some(node) = get(table, "policy") {
+        // `auto` was a policy once; say where its meaning went rather than just "unknown".
+        if matches!(&node.value, tree::Value::String(word) if word == "auto") {
+            return Err(doc.invalid(
+                &node.span,
+                "approval.policy",
+                &format!(
+                    "{} (`auto` was removed: allow rules in [[approval.rules]] let calls run \
+                     unasked, and under `ask` commands already run inside the sandbox without a \
+                     prompt)",
+                    words::expected::<ApprovalPolicy>()
+                ),
+                "\"auto\"".into(),
+            ));
+        }
         layer.approval_policy = Some(doc.word::<ApprovalPolicy>("approval.policy", node)?);
     }
     if let Some(node) = get(table, "rules") {

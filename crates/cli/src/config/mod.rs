@@ -20,9 +20,10 @@
 //! max_response_bytes = 134217728         # most bytes of one response (default 128 MiB)
 //!
 //! [approval]
-//! policy = "ask"                        # ask | never | auto
-//! rules = [
+//! policy = "ask"                        # untrusted | ask | never (docs/safety-approval.md)
+//! rules = [                             # deny beats ask beats allow
 //!   { action = "allow", tool = "bash", command_prefix = "cargo test" },
+//!   { action = "ask", tool = "bash", command_prefix = "git push" },
 //!   { action = "deny", tool = "write", path = "secrets/**" },
 //! ]
 //!

@@ -1,4 +1,5 @@
-//! The approval prompt: asks whether a tool call may run.
+//! The approval prompt: asks whether a tool call may run, or, for an escalation, whether one
+//! command may run outside its sandbox mode.
 
 use super::text::{truncate, wrap};
 use crate::sanitize::sanitize;
@@ -19,6 +20,8 @@ pub enum ApprovalChoice {
 
 impl ApprovalChoice {
     pub const ALL: [ApprovalChoice; 3] = [Self::AllowOnce, Self::AllowForSession, Self::Deny];
+    /// For a question whose answer cannot be remembered (an escalation covers one call).
+    pub const ONCE: [ApprovalChoice; 2] = [Self::AllowOnce, Self::Deny];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -39,7 +42,20 @@ pub struct ApprovalPrompt {
     pub reason: Option<String>,
     /// What "allow for this session" would remember, when known.
     pub grant: Option<String>,
+    /// For an escalation: the wider mode asked for and the model's reason. Such a prompt
+    /// offers no "allow for this session".
+    pub escalation: Option<EscalationLine>,
     selected: ApprovalChoice,
+}
+
+/// What an escalation prompt shows besides the command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EscalationLine {
+    /// The sandbox mode the command would run in without approval.
+    pub from: String,
+    /// The mode it asks for.
+    pub to: String,
+    pub justification: String,
 }
 
 impl ApprovalPrompt {
@@ -56,7 +72,25 @@ impl ApprovalPrompt {
             summary: clean(summary.into()),
             reason: reason.map(clean),
             grant: None,
+            escalation: None,
             selected: ApprovalChoice::AllowOnce,
+        }
+    }
+
+    /// Makes this an escalation prompt (mode and reason shown, no "allow for this session").
+    pub fn set_escalation(&mut self, escalation: EscalationLine) {
+        self.escalation = Some(escalation);
+        if !self.choices().contains(&self.selected) {
+            self.selected = ApprovalChoice::AllowOnce;
+        }
+    }
+
+    /// The answers this prompt offers, in order.
+    pub fn choices(&self) -> &'static [ApprovalChoice] {
+        if self.escalation.is_some() {
+            &ApprovalChoice::ONCE
+        } else {
+            &ApprovalChoice::ALL
         }
     }
 
@@ -69,8 +103,11 @@ impl ApprovalPrompt {
         self.selected
     }
 
+    /// Highlights `choice`, if this prompt offers it.
     pub fn select(&mut self, choice: ApprovalChoice) {
-        self.selected = choice;
+        if self.choices().contains(&choice) {
+            self.selected = choice;
+        }
     }
 
     /// Moves the highlight right, wrapping around.
@@ -80,15 +117,16 @@ impl ApprovalPrompt {
 
     /// Moves the highlight left, wrapping around.
     pub fn previous(&mut self) {
-        self.step(ApprovalChoice::ALL.len() - 1);
+        self.step(self.choices().len() - 1);
     }
 
     fn step(&mut self, by: usize) {
-        let at = ApprovalChoice::ALL
+        let choices = self.choices();
+        let at = choices
             .iter()
             .position(|c| *c == self.selected)
             .unwrap_or(0);
-        self.selected = ApprovalChoice::ALL[(at + by) % ApprovalChoice::ALL.len()];
+        self.selected = choices[(at + by) % choices.len()];
     }
 
     /// Rows the prompt needs at `width`.
@@ -106,13 +144,32 @@ impl ApprovalPrompt {
                 inner.saturating_sub(self.tool.len() + 2),
             )),
         ])];
-        if let Some(reason) = &self.reason {
-            for row in wrap(&format!("why: {reason}"), inner) {
-                lines.push(Line::styled(row, Style::new().add_modifier(Modifier::DIM)));
+        match &self.escalation {
+            Some(escalation) => {
+                let wants = format!(
+                    "run outside the sandbox: {} instead of {}, for this one call",
+                    escalation.to, escalation.from
+                );
+                for row in wrap(&wants, inner) {
+                    lines.push(Line::styled(
+                        row,
+                        Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                    ));
+                }
+                for row in wrap(&format!("why: {}", escalation.justification), inner) {
+                    lines.push(Line::styled(row, Style::new().add_modifier(Modifier::DIM)));
+                }
+            }
+            None => {
+                if let Some(reason) = &self.reason {
+                    for row in wrap(&format!("why: {reason}"), inner) {
+                        lines.push(Line::styled(row, Style::new().add_modifier(Modifier::DIM)));
+                    }
+                }
             }
         }
         let mut choices = Vec::new();
-        for choice in ApprovalChoice::ALL {
+        for &choice in self.choices() {
             if !choices.is_empty() {
                 choices.push(Span::raw("  "));
             }
@@ -126,7 +183,7 @@ impl ApprovalPrompt {
             }
         }
         lines.push(Line::from(choices));
-        if let Some(grant) = &self.grant {
+        if let (Some(grant), None) = (&self.grant, &self.escalation) {
             lines.push(Line::styled(
                 truncate(&format!("a / s / d · this session covers {grant}"), inner),
                 Style::new().add_modifier(Modifier::DIM),
@@ -138,10 +195,15 @@ impl ApprovalPrompt {
 
 impl Widget for &ApprovalPrompt {
     fn render(self, area: Rect, buf: &mut Buffer) {
+        let title = if self.escalation.is_some() {
+            " Let this command leave the sandbox? "
+        } else {
+            " Allow this tool call? "
+        };
         let block = Block::new()
             .borders(Borders::ALL)
             .border_style(Style::new().fg(Color::Yellow))
-            .title(" Allow this tool call? ");
+            .title(title);
         let inner = block.inner(area);
         block.render(area, buf);
         for (i, line) in self
@@ -168,5 +230,23 @@ mod tests {
         prompt.next();
         prompt.next();
         assert_eq!(prompt.selected(), ApprovalChoice::AllowForSession);
+    }
+
+    #[test]
+    fn an_escalation_offers_allow_once_and_deny_only() {
+        let mut prompt = ApprovalPrompt::new("bash", "touch ~/x", None);
+        prompt.select(ApprovalChoice::AllowForSession);
+        prompt.set_escalation(EscalationLine {
+            from: "workspace-write".into(),
+            to: "danger-full-access".into(),
+            justification: "it writes to the home directory".into(),
+        });
+        assert_eq!(prompt.selected(), ApprovalChoice::AllowOnce);
+        prompt.next();
+        assert_eq!(prompt.selected(), ApprovalChoice::Deny);
+        prompt.next();
+        assert_eq!(prompt.selected(), ApprovalChoice::AllowOnce);
+        prompt.select(ApprovalChoice::AllowForSession);
+        assert_eq!(prompt.selected(), ApprovalChoice::AllowOnce);
     }
 }

@@ -15,7 +15,7 @@ mod text;
 mod transcript;
 mod views;
 
-pub use approval::{ApprovalChoice, ApprovalPrompt};
+pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use input::{InputBox, InputView};
 pub use lines::{entry_lines, transcript_lines, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};

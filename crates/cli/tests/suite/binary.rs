@@ -56,7 +56,7 @@ fn config_show_reports_each_value_with_its_source() {
             ("DSH_PROVIDER", "openai-compatible"),
             ("DEEPSEEK_API_KEY", "sk-do-not-print"),
         ],
-        &["config", "show", "--approval", "auto"],
+        &["config", "show", "--approval", "untrusted"],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
@@ -82,7 +82,7 @@ fn config_show_reports_each_value_with_its_source() {
     );
     assert_eq!(
         shown_line(&stdout, "policy = "),
-        "policy = \"auto\" # flag --approval"
+        "policy = \"untrusted\" # flag --approval"
     );
     assert_eq!(
         shown_line(&stdout, "api_key = "),

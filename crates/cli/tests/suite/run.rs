@@ -334,9 +334,7 @@ async fn the_demo_script_runs_real_tools_in_the_workspace() {
     )
     .unwrap();
     std::fs::write(sandbox.cwd.path().join("marker-7f3a.txt"), "x").unwrap();
-    let output = sandbox
-        .dsh(&["run", "--approval", "never", "what is this project?"])
-        .await;
+    let output = sandbox.dsh(&["run", "what is this project?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(stderr.contains("→ bash ls\n"), "{stderr}");
@@ -361,19 +359,112 @@ async fn the_demo_script_runs_real_tools_in_the_workspace() {
     server.shutdown().await;
 }
 
+/// Whether this kernel confines commands fully (the sandbox tests skip, saying so, if not).
+fn sandbox_enforced() -> bool {
+    use dsh_tools_builtin::sandbox::{Enforcement, SandboxProbe};
+    let probe = SandboxProbe::current();
+    let full =
+        probe.enforcement(dsh_tools_builtin::SandboxMode::WorkspaceWrite) == Enforcement::Full;
+    if !full {
+        eprintln!("skipping: the kernel cannot fully enforce the sandbox: {probe:?}");
+    }
+    full
+}
+
+/// A script that runs `commands` with bash, one model step each, then answers "done".
+fn commands_script(commands: &[String]) -> Script {
+    let mut script = Script::new();
+    for command in commands {
+        script = script.respond(Reply::tool_call(
+            "bash",
+            json!({"command": command, "description": "test"}),
+        ));
+    }
+    script.respond(Reply::text("done"))
+}
+
+/// The text of every bash result, in order.
+fn bash_outputs(events: &[std::sync::Arc<SessionEvent>]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.data {
+            dsh_session::EventData::ToolResult(result) => {
+                let value = serde_json::to_value(&*result.message).unwrap();
+                value["content"][0]["content"][0]["text"]
+                    .as_str()
+                    .map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn headless_approval_refuses_with_a_message_instead_of_waiting() {
+async fn headless_under_the_default_policy_commands_run_in_the_workspace_but_not_outside() {
+    if !sandbox_enforced() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let server = serve(commands_script(&[
+        "echo ok > f && cat f".into(),
+        format!("echo x > {}", escaped.display()),
+    ]))
+    .await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let output = sandbox.dsh(&["run", "make a file"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.cwd.path().join("f")).unwrap(),
+        "ok\n"
+    );
+    assert!(!escaped.exists());
+    let events = sandbox.events(&session_of(&output));
+    assert_log_ok(&events);
+    let outputs = bash_outputs(&events);
+    assert_eq!(outputs[0], "ok\n");
+    assert!(
+        outputs[1].ends_with(
+            "[sandbox: file access denied under workspace-write mode]\n[sandbox: escalating needs \
+             a person's approval and no one can answer approval prompts in this session; do not \
+             set sandbox_permissions — tell the user what you needed]"
+        ),
+        "{}",
+        outputs[1]
+    );
+    // Nobody was asked anything.
+    assert!(!events.iter().any(|e| e.type_name() == "approval/asked"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn headless_untrusted_refuses_with_a_message_instead_of_waiting() {
     let server = serve(demo_script()).await;
     let sandbox = Sandbox::new().with_server(&server);
     std::fs::write(sandbox.cwd.path().join("README.md"), "# Widget\n").unwrap();
-    let output = sandbox.dsh(&["run", "look around"]).await;
+    let output = sandbox
+        .dsh(&["run", "--approval", "untrusted", "look around"])
+        .await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let events = sandbox.events(&session_of(&output));
-    let refusal = tool_output(&events, "bash");
-    assert!(refusal.contains("need approval"), "{refusal}");
-    assert!(refusal.contains("--approval never"), "{refusal}");
-    // The read tool needs no approval and ran.
+    // `ls` is a read-only command: it runs even under untrusted.
+    assert!(!tool_output(&events, "bash").starts_with("Error"));
     assert!(tool_output(&events, "read").contains("# Widget"));
+    server.shutdown().await;
+
+    let server = serve(commands_script(&["touch made-here".into()])).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let output = sandbox
+        .dsh(&["run", "--approval", "untrusted", "touch it"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let refusal = tool_output(&sandbox.events(&session_of(&output)), "bash");
+    assert!(
+        refusal.contains("need approval under the untrusted policy"),
+        "{refusal}"
+    );
+    assert!(refusal.contains("--approval ask"), "{refusal}");
+    assert!(!sandbox.cwd.path().join("made-here").exists());
     server.shutdown().await;
 }
 
@@ -381,9 +472,7 @@ async fn headless_approval_refuses_with_a_message_instead_of_waiting() {
 async fn max_turns_stops_the_turn_before_the_next_model_request() {
     let server = serve(demo_script()).await;
     let sandbox = Sandbox::new().with_server(&server);
-    let output = sandbox
-        .dsh(&["run", "--approval", "never", "--max-turns", "1", "look"])
-        .await;
+    let output = sandbox.dsh(&["run", "--max-turns", "1", "look"]).await;
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stderr).contains("stopped after 1 model requests (--max-turns 1)"));
     assert_eq!(server.requests().len(), 1);
@@ -499,5 +588,94 @@ async fn a_resumed_session_keeps_its_safety_unless_this_run_chooses_another() {
     changed.push(json!(["sandbox/mode", {"mode": "workspace-write"}]));
     changed.push(json!(["approval/policy", {"policy": "never"}]));
     assert_eq!(safety(&sandbox.events(&id)), changed);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_resumed_session_wider_than_this_run_runs_under_this_runs_settings() {
+    if !sandbox_enforced() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let write_outside = format!("echo x > {}", escaped.display());
+    let script = Script::new()
+        .respond(Reply::text("one"))
+        .respond(Reply::tool_call(
+            "bash",
+            json!({"command": write_outside, "description": "test"}),
+        ))
+        .respond(Reply::text("two"))
+        .respond(Reply::text("three"));
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let first = sandbox
+        .dsh(&["run", "--sandbox", "danger-full-access", "one"])
+        .await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = session_of(&first);
+    let safety = |events: &[std::sync::Arc<SessionEvent>]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| {
+                ["permission/preset", "sandbox/mode", "approval/policy"].contains(&e.type_name())
+            })
+            .map(|e| json!([e.type_name(), e.data.to_value()]))
+            .collect()
+    };
+    let started = vec![
+        json!(["permission/preset", {"preset": "danger-full-access"}]),
+        json!(["sandbox/mode", {"mode": "danger-full-access"}]),
+        json!(["approval/policy", {"policy": "never"}]),
+    ];
+    assert_eq!(safety(&sandbox.events(&id)), started);
+
+    // No flags: the session runs confined and asking, says so, and logs it.
+    let second = sandbox.dsh(&["run", "--continue", "two"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert!(
+        !escaped.exists(),
+        "the resumed session wrote outside the workspace"
+    );
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.starts_with(
+            "dsh: note: the resumed session was recorded with sandbox \"danger-full-access\", \
+             wider than this run's \"workspace-write\", so it runs under \"workspace-write\" \
+             (give --sandbox danger-full-access again to keep it)\n\
+             dsh: note: the resumed session was recorded with approval policy \"never\", wider \
+             than this run's \"ask\", so it runs under \"ask\" (give --approval never again to \
+             keep it)\n"
+        ),
+        "{stderr}"
+    );
+    let events = sandbox.events(&id);
+    assert_log_ok(&events);
+    let mut narrowed = started.clone();
+    narrowed.push(json!(["sandbox/mode", {"mode": "workspace-write"}]));
+    narrowed.push(json!(["approval/policy", {"policy": "ask"}]));
+    assert_eq!(safety(&events), narrowed);
+    let denied = bash_outputs(&events).pop().unwrap();
+    assert!(
+        denied.contains("[sandbox: file access denied under workspace-write mode]"),
+        "{denied}"
+    );
+
+    // The same flag again widens it back, and the log says so.
+    let third = sandbox
+        .dsh(&[
+            "run",
+            "--continue",
+            "--sandbox",
+            "danger-full-access",
+            "three",
+        ])
+        .await;
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
+    assert!(text(&third.stderr).contains("this run's flag --sandbox chooses"));
+    let mut widened = narrowed.clone();
+    widened.push(json!(["sandbox/mode", {"mode": "danger-full-access"}]));
+    widened.push(json!(["approval/policy", {"policy": "never"}]));
+    assert_eq!(safety(&sandbox.events(&id)), widened);
     server.shutdown().await;
 }

@@ -224,10 +224,11 @@ fn request(call: &str) -> ApprovalQuestion {
         tool: "write".into(),
         summary: "src/lib.rs (+3 -1)".into(),
         reason: None,
-        grant: SessionGrant {
+        grant: Some(SessionGrant {
             tool: "write".into(),
             scope: GrantScope::Path("src/lib.rs".into()),
-        },
+        }),
+        escalation: None,
     }
 }
 

@@ -5,7 +5,10 @@ use super::tui_support::*;
 use crossterm::event::KeyCode;
 use dsh_cli::tui::interactive::{Effect, Input, QUIT_HINT_TICKS};
 use dsh_protocol::{CallId, SessionId};
-use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalQuestion, GrantScope, SessionGrant};
+use dsh_tools_builtin::approval::{
+    ApprovalDecision, ApprovalQuestion, GrantScope, SandboxEscalation, SessionGrant,
+};
+use dsh_tools_builtin::SandboxMode;
 use serde_json::json;
 
 /// The status line of a 60-column UI while turn 1 runs, and when idle.
@@ -136,13 +139,65 @@ fn ask(state: &mut dsh_cli::tui::interactive::InteractiveState, ticket: u64, cal
             call_id: CallId::new(call),
             tool: "bash".into(),
             summary: "cargo publish".into(),
-            reason: Some("shell commands need approval under the ask policy".into()),
-            grant: SessionGrant {
+            reason: Some("commands need approval under the untrusted policy".into()),
+            grant: Some(SessionGrant {
                 tool: "bash".into(),
                 scope: GrantScope::CommandPrefix("cargo publish".into()),
-            },
+            }),
+            escalation: None,
         },
     });
+}
+
+/// An escalation question: one command asking to run outside its sandbox mode.
+fn ask_escalation(state: &mut dsh_cli::tui::interactive::InteractiveState, ticket: u64) {
+    state.reduce(Input::ApprovalAsked {
+        ticket,
+        request: ApprovalQuestion {
+            session_id: SessionId::new(SESSION),
+            call_id: CallId::new("e1"),
+            tool: "bash".into(),
+            summary: "touch ~/.cache/x".into(),
+            reason: Some("escalate sandbox to danger-full-access: it caches at home".into()),
+            grant: None,
+            escalation: Some(SandboxEscalation {
+                from: SandboxMode::WorkspaceWrite,
+                mode: SandboxMode::DangerFullAccess,
+                justification: "it caches at home".into(),
+            }),
+        },
+    });
+}
+
+#[test]
+fn an_escalation_prompt_shows_the_mode_and_reason_and_offers_no_session_grant() {
+    let (mut state, _log) = running_state();
+    ask_escalation(&mut state, 3);
+    assert_eq!(
+        screen(&state, 10),
+        format!(
+            "┌ Let this command leave the sandbox? ─────────────────────┐\n\
+             │bash  touch ~/.cache/x                                    │\n\
+             │run outside the sandbox: danger-full-access instead of    │\n\
+             │workspace-write, for this one call                        │\n\
+             │why: it caches at home                                    │\n\
+             │[Allow once]   Deny                                       │\n\
+             └──────────────────────────────────────────────────────────┘\n\
+             {RULE}\n\
+             › Enter steers · Tab queues a follow-up · Esc cancels\n\
+             waiting for your approval · deepseek-v4-flash (deepseek-off…"
+        )
+    );
+    // `s` offers nothing here; the arrows move between the two choices only.
+    assert_eq!(state.reduce(key(KeyCode::Char('s'))), []);
+    assert_eq!(state.reduce(key(KeyCode::Right)), []);
+    assert_eq!(
+        state.reduce(key(KeyCode::Enter)),
+        [Effect::Answer {
+            ticket: 3,
+            decision: ApprovalDecision::Deny { feedback: None }
+        }]
+    );
 }
 
 #[test]
@@ -154,7 +209,7 @@ fn an_approval_prompt_on_screen() {
         format!(
             "┌ Allow this tool call? ───────────────────────────────────┐\n\
              │bash  cargo publish                                       │\n\
-             │why: shell commands need approval under the ask policy    │\n\
+             │why: commands need approval under the untrusted policy    │\n\
              │[Allow once]   Allow for this session    Deny             │\n\
              │a / s / d · this session covers bash `cargo publish …`    │\n\
              └──────────────────────────────────────────────────────────┘\n\

@@ -246,7 +246,8 @@ async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
     let sandbox = Arc::new(Sandbox::new().with_server(&server));
     let in_pane = sandbox.clone();
     let (asked, done, forked, ended) = tokio::task::spawn_blocking(move || {
-        let tmux = Tmux::start(&in_pane);
+        // Under the default policy this command would run in the sandbox unasked.
+        let tmux = Tmux::start_with(&in_pane, &["--approval", "untrusted"]);
         tmux.enter("run the check");
         // The status line is drawn last: the whole prompt is on screen once it says so.
         let asked = tmux.wait_for("waiting for your approval");
@@ -619,5 +620,147 @@ async fn a_closed_terminal_closes_the_turn_and_stops_its_command() {
         0,
         "the temp area was left behind"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_escalation_approved_in_a_real_terminal() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let probe = dsh_tools_builtin::sandbox::SandboxProbe::current();
+    if probe.enforcement(dsh_tools_builtin::SandboxMode::WorkspaceWrite)
+        != dsh_tools_builtin::sandbox::Enforcement::Full
+    {
+        println!("skipped: the kernel cannot fully enforce the sandbox: {probe:?}");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let outside = sandbox.home.path().join("outside.txt");
+    let touch = format!("touch {}", outside.display());
+    let server = serve(
+        Script::new()
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": touch, "description": "Create the file"}),
+            ))
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": touch, "sandbox_permissions": "danger-full-access",
+                       "justification": "The file belongs next to the workspace."}),
+            ))
+            .respond(Reply::text("Created it.")),
+    )
+    .await;
+    let sandbox = Arc::new(sandbox.with_server(&server));
+    let in_pane = sandbox.clone();
+    let (asked, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("create the file");
+        let asked = tmux.wait_for("waiting for your approval");
+        tmux.keys("a");
+        tmux.wait_for("turn 1 completed");
+        (asked, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(
+        asked.contains("Let this command leave the sandbox?"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("run outside the sandbox: danger-full-access instead of"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("why: The file belongs next to the workspace."),
+        "{asked}"
+    );
+    assert!(asked.contains("[Allow once]   Deny"), "{asked}");
+    assert!(ended);
+    assert!(outside.exists(), "the approved run did not create the file");
+    let stored = stored(&sandbox.sessions_root());
+    let approvals: Vec<Value> = stored[0]
+        .events
+        .iter()
+        .filter(|e| ["approval/asked", "approval/decided"].contains(&e.type_name()))
+        .map(|e| json!({"type": e.type_name(), "data": e.data.to_value()}))
+        .collect();
+    let call = approvals[0]["data"]["callId"].clone();
+    assert_eq!(
+        approvals,
+        [
+            json!({"type": "approval/asked", "data": {
+                "callId": call, "tool": "bash", "summary": touch,
+                "reason": "escalate sandbox to danger-full-access: The file belongs next to the workspace.",
+                "escalation": {"from": "workspace-write", "mode": "danger-full-access",
+                               "justification": "The file belongs next to the workspace."}}}),
+            json!({"type": "approval/decided", "data": {"callId": call, "decision": "allow-once"}}),
+        ]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn resume_and_continue_open_the_ui_on_a_stored_session() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(
+        Script::new()
+            .respond(Reply::text("First answer."))
+            .respond(Reply::text("Second answer."))
+            .respond(Reply::text("Third answer.")),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let first = sandbox.dsh(&["run", "first question"]).await;
+    assert_eq!(first.status.code(), Some(0));
+    let id = super::run_support::session_of(&first);
+    let prefix = id["session-".len().."session-".len() + 8].to_owned();
+    let in_pane = sandbox.clone();
+    let shown = id.clone();
+    let (resumed, continued, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start_with(&in_pane, &["--resume", &prefix]);
+        let resumed = tmux.wait_for(&format!("resumed session {shown}"));
+        tmux.enter("second question");
+        tmux.wait_for("turn 2 completed");
+        let ended = tmux.quit();
+        drop(tmux);
+        let tmux = Tmux::start_with(&in_pane, &["--continue"]);
+        tmux.wait_for(&format!("resumed session {shown}"));
+        let continued = tmux.wait_for("─ turn 2 completed");
+        tmux.enter("third question");
+        tmux.wait_for("turn 3 completed");
+        (resumed, continued, ended && tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        lines_from(&resumed, &format!("resumed session {id}"), 7),
+        [
+            format!("resumed session {id}"),
+            String::new(),
+            "› first question".into(),
+            String::new(),
+            "• First answer.".into(),
+            String::new(),
+            "─ turn 1 completed".into(),
+        ]
+    );
+    assert!(continued.contains("• Second answer."), "{continued}");
+    assert!(ended);
+    // One session, three turns: neither opening started a new one.
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        turn_end_kinds(&stored[0].events),
+        ["completed", "completed", "completed"]
+    );
+    // A wrong id is refused before the UI starts.
+    let wrong = sandbox.dsh(&["--resume", "nope"]).await;
+    assert_eq!(wrong.status.code(), Some(2));
     server.shutdown().await;
 }

@@ -1,5 +1,5 @@
-//! How approval reads a shell command: its words, whether it is a single simple command, and
-//! the prefix a session grant remembers.
+//! How approval reads a shell command: its words, whether it is a single simple command, the
+//! prefix a session grant remembers, and whether it only reads.
 //!
 //! The rules are deliberately lopsided. An *allow* (a rule or a grant) only ever covers a
 //! simple command: one command, no chaining, no substitution, no redirection, because
@@ -164,6 +164,62 @@ pub(crate) fn starts_with_words(words: &[String], prefix: &str) -> bool {
     got == last || ((last.ends_with('/') || last.ends_with('=')) && got.starts_with(last))
 }
 
+/// Commands the `untrusted` policy runs without asking: they read and print, nothing more.
+/// Matched like allow rules (whole words, one simple command, no chaining or redirection).
+pub const READ_ONLY_COMMANDS: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "pwd",
+    "grep",
+    "rg",
+    "find",
+    "git status",
+    "git log",
+    "git diff",
+    "git show",
+];
+
+/// Options that make a read-only command write files or run other programs.
+const WRITING_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "find",
+        &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls",
+        ],
+    ),
+    // `--pre` runs a preprocessor program on every file.
+    ("rg", &["--pre"]),
+    // `--output=FILE` writes the diff to a file; `--ext-diff` runs an external differ.
+    ("git", &["--output", "--ext-diff"]),
+];
+
+/// Whether `command` is one of [`READ_ONLY_COMMANDS`], without an option that writes or runs
+/// something else.
+pub(crate) fn is_read_only_command(command: &str) -> bool {
+    let Some(words) = simple_words(command) else {
+        return false;
+    };
+    if !READ_ONLY_COMMANDS
+        .iter()
+        .any(|prefix| starts_with_words(&words, prefix))
+    {
+        return false;
+    }
+    let forbidden = WRITING_OPTIONS
+        .iter()
+        .find(|(program, _)| *program == words[0])
+        .map_or(&[][..], |(_, options)| *options);
+    !words[1..].iter().any(|word| {
+        forbidden
+            .iter()
+            .any(|option| word == option || word.starts_with(&format!("{option}=")))
+    })
+}
+
 /// What "allow for this session" remembers for a bash command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CommandGrant {
@@ -257,6 +313,48 @@ mod tests {
         assert!(!starts_with_words(&words(&["cargo"]), "cargo test"));
         assert!(starts_with_words(&words(&["ls", "src/a"]), "ls src/"));
         assert!(!starts_with_words(&cmd, ""));
+    }
+
+    #[test]
+    fn read_only_commands_are_listed_programs_without_writing_options_or_chains() {
+        for command in [
+            "ls -la src",
+            "cat README.md",
+            "head -n 5 a",
+            "tail -n 20 log.txt",
+            "wc -l *.rs",
+            "pwd",
+            "grep -rn needle src",
+            "rg -n 'a|b' .",
+            "find . -name '*.rs' -type f",
+            "git status --short",
+            "git log --oneline -5",
+            "git diff HEAD~1",
+            "git show HEAD:README.md",
+        ] {
+            assert!(is_read_only_command(command), "{command:?}");
+        }
+        for command in [
+            "find . -name x -delete",
+            "find . -exec rm {} +",
+            "find . -fprint out.txt",
+            "rg --pre ./run.sh x",
+            "rg --pre=./run.sh x",
+            "git diff --output=patch.txt",
+            "git log -p --ext-diff",
+            "git push",
+            "git -C x status",
+            "ls > listing.txt",
+            "cat a && rm a",
+            "cat a | sh",
+            "ls $(rm x)",
+            "lsblk",
+            "catdoc x",
+            "sudo ls",
+            "echo hi",
+        ] {
+            assert!(!is_read_only_command(command), "{command:?}");
+        }
     }
 
     #[test]

@@ -15,10 +15,12 @@ use super::events::{
     fold_session_grants, fold_session_safety, log_asked, log_decided, log_policy,
     log_session_safety, ApprovalAsked, ApprovalDecided, DecisionKind, SessionGrant,
 };
-use super::facts::{CallView, Gate};
+use super::facts::CallView;
 use super::policy::{ApprovalPolicy, SessionSafety};
 use super::rules::{decide, ApprovalRule, RuleAction};
+use super::verdict::{ask_reason, headless_denial, never_denial, policy_need, Need};
 use super::{ApprovalAnswerer, ApprovalDecision, ApprovalQuestion};
+use crate::sandbox::{SandboxMode, UnconfinedFallback};
 
 /// How long a cancelled ask waits before answering "cancelled" itself (see `ask`).
 const CANCEL_HANDOFF: Duration = Duration::from_millis(200);
@@ -157,14 +159,16 @@ impl Approvals {
         f(state)
     }
 
-    fn answerer_for(&self, session: &Session) -> Option<Arc<dyn ApprovalAnswerer>> {
+    pub(super) fn answerer_for(&self, session: &Session) -> Option<Arc<dyn ApprovalAnswerer>> {
         self.with_state(session, |state| state.answerer.clone())
             .or_else(|| lock(&self.answerer).clone())
     }
 
-    /// The policy verdict on one call, before any question is asked: deny rules refuse, calls
-    /// that need approval and are not covered are asked (or refused when no one can answer),
-    /// everything else is allowed.
+    /// The verdict on one call, before any question is asked. Rules first: a deny refuses
+    /// (under every policy), an ask asks, an allow runs. Otherwise the policy decides, given
+    /// whether the session's sandbox confines the call (see [`ApprovalPolicy`]); a session
+    /// grant covers what it asks about. A call that must be asked is refused instead when
+    /// no one can answer, or under `never`. A bash escalation passes here: its body asks.
     pub fn check(&self, exec: &ToolExecution) -> PreExecuteDecision {
         let view = CallView::of(exec);
         let rule = {
@@ -181,14 +185,28 @@ impl Approvals {
                 ),
             };
         }
-        if view.gate != Gate::NeedsApproval || rule == Some(RuleAction::Allow) {
+        if view.escalation {
             return PreExecuteDecision::Allow;
         }
-        let Some(caller) = exec.caller() else {
-            let policy = lock(&self.settings).policy;
-            if !policy.asks() {
-                return PreExecuteDecision::Allow;
-            }
+        let caller = exec.caller();
+        let policy = match caller {
+            Some(caller) => self.policy(caller.session()),
+            None => lock(&self.settings).policy,
+        };
+        let need = match rule {
+            Some(RuleAction::Ask) => Some(Need::AskRule),
+            Some(RuleAction::Allow) => None,
+            _ => policy_need(policy, view.gate, sandboxed(exec)),
+        };
+        let Some(need) = need else {
+            return PreExecuteDecision::Allow;
+        };
+        if !policy.asks() {
+            return PreExecuteDecision::Deny {
+                reason: never_denial(&view),
+            };
+        }
+        let Some(caller) = caller else {
             return PreExecuteDecision::Deny {
                 reason: format!(
                     "this {} call needs approval, but it has no session to ask in",
@@ -197,96 +215,151 @@ impl Approvals {
             };
         };
         let session = caller.session();
-        let (policy, covered) = self.with_state(session, |state| {
-            (
-                state.policy,
-                state.grants.iter().any(|g| view.covered_by(g)),
-            )
+        let covered = self.with_state(session, |state| {
+            state.grants.iter().any(|g| view.covered_by(g))
         });
-        if !policy.asks() || covered {
+        if covered {
             return PreExecuteDecision::Allow;
         }
         if self.answerer_for(session).is_none() {
             return PreExecuteDecision::Deny {
-                reason: headless_denial(&view),
+                reason: headless_denial(need, &view),
             };
         }
         PreExecuteDecision::Ask {
-            reason: Some(format!(
-                "{} need approval under the {policy} policy",
-                what(&view)
-            )),
+            reason: Some(ask_reason(need, &view)),
         }
     }
 
-    /// Puts one question to the answerer, logging the ask and its answer.
+    /// What becomes of an ask from a hook inside this listener: under `never` no one is
+    /// asked, so it is refused; otherwise it goes to the answerer like any other.
+    pub(crate) fn inner_ask(
+        &self,
+        exec: &ToolExecution,
+        ask: PreExecuteDecision,
+    ) -> PreExecuteDecision {
+        let policy = match exec.caller() {
+            Some(caller) => self.policy(caller.session()),
+            None => lock(&self.settings).policy,
+        };
+        if policy.asks() {
+            ask
+        } else {
+            PreExecuteDecision::Deny {
+                reason: never_denial(&CallView::of(exec)),
+            }
+        }
+    }
+
+    /// Puts one question from the `tools/pre-execute` verdict to the answerer.
     async fn ask(&self, request: dsh_tools::ApprovalRequest) -> ApprovalOutcome {
         let exec = request.exec;
         let Some(caller) = exec.caller() else {
             return ApprovalOutcome::Unavailable;
         };
         let session = caller.session().clone();
+        // Reached only through a hook outside this plugin's listener: still, no one is
+        // asked under `never`.
+        if !self.policy(&session).asks() {
+            return ApprovalOutcome::Unavailable;
+        }
         let Some(answerer) = self.answerer_for(&session) else {
             return ApprovalOutcome::Unavailable;
         };
         let view = CallView::of(&exec);
-        let grant = view.grant();
         let asked = ApprovalAsked {
             call_id: exec.call_id().to_string(),
             tool: view.tool.clone(),
             summary: view.summary.clone(),
             reason: request.reason.clone(),
-        };
-        if let Err(error) = log_asked(&session, &asked) {
-            tracing::warn!(%error, "could not record an approval request; refusing the call");
-            return ApprovalOutcome::Unavailable;
-        }
-        let mut pending = PendingAsk {
-            session: session.clone(),
-            call_id: asked.call_id.clone(),
-            settled: false,
+            escalation: None,
         };
         let question = ApprovalQuestion {
             session_id: session.id().clone(),
             call_id: exec.call_id().clone(),
-            tool: view.tool,
-            summary: view.summary,
+            tool: view.tool.clone(),
+            summary: view.summary.clone(),
             reason: request.reason,
-            grant: grant.clone(),
+            grant: Some(view.grant()),
+            escalation: None,
         };
-        let decision = tokio::select! {
-            biased;
-            () = exec.signal().cancelled() => {
-                pending.settle(DecisionKind::Cancelled, None, None);
+        match self.put(&exec, &session, answerer, asked, question).await {
+            Answer::Decided(ApprovalDecision::Deny { feedback }) => {
+                ApprovalOutcome::Rejected { reason: feedback }
+            }
+            Answer::Decided(_) => ApprovalOutcome::AllowedOnce,
+            Answer::Cancelled => {
                 // The pipeline races the same signal and reports the call as aborted; give it
                 // the chance so the model reads "aborted", not "denied". A caller that does
                 // not race still gets its answer shortly.
                 tokio::time::sleep(CANCEL_HANDOFF).await;
-                return ApprovalOutcome::Cancelled;
+                ApprovalOutcome::Cancelled
+            }
+            Answer::NotRecorded => ApprovalOutcome::Unavailable,
+        }
+    }
+
+    /// Logs `asked`, puts `question` to `answerer` and logs the answer. "Allow for this
+    /// session" remembers the question's grant; a question without one counts it as "allow
+    /// once" (and logs it so).
+    pub(super) async fn put(
+        &self,
+        exec: &ToolExecution,
+        session: &Session,
+        answerer: Arc<dyn ApprovalAnswerer>,
+        asked: ApprovalAsked,
+        question: ApprovalQuestion,
+    ) -> Answer {
+        if let Err(error) = log_asked(session, &asked) {
+            tracing::warn!(%error, "could not record an approval request; refusing the call");
+            return Answer::NotRecorded;
+        }
+        let mut pending = PendingAsk {
+            session: session.clone(),
+            call_id: asked.call_id,
+            settled: false,
+        };
+        let grant = question.grant.clone();
+        let decision = tokio::select! {
+            biased;
+            () = exec.signal().cancelled() => {
+                pending.settle(DecisionKind::Cancelled, None, None);
+                return Answer::Cancelled;
             }
             decision = answerer.answer(question) => decision,
         };
-        match decision {
-            ApprovalDecision::AllowOnce => {
-                pending.settle(DecisionKind::AllowOnce, None, None);
-                ApprovalOutcome::AllowedOnce
-            }
-            ApprovalDecision::AllowForSession => {
+        let decision = match (decision, grant) {
+            (ApprovalDecision::AllowForSession, Some(grant)) => {
                 pending.settle(DecisionKind::AllowSession, Some(grant.clone()), None);
-                self.with_state(&session, |state| {
+                self.with_state(session, |state| {
                     if !state.grants.contains(&grant) {
                         state.grants.push(grant);
                     }
                 });
-                ApprovalOutcome::AllowedOnce
+                ApprovalDecision::AllowForSession
             }
-            ApprovalDecision::Deny { feedback } => {
+            (ApprovalDecision::AllowOnce | ApprovalDecision::AllowForSession, _) => {
+                pending.settle(DecisionKind::AllowOnce, None, None);
+                ApprovalDecision::AllowOnce
+            }
+            (ApprovalDecision::Deny { feedback }, _) => {
                 let feedback = feedback.filter(|f| !f.trim().is_empty());
                 pending.settle(DecisionKind::Deny, None, feedback.clone());
-                ApprovalOutcome::Rejected { reason: feedback }
+                ApprovalDecision::Deny { feedback }
             }
-        }
+        };
+        Answer::Decided(decision)
     }
+}
+
+/// How one question ended.
+pub(super) enum Answer {
+    /// The person's answer, as logged.
+    Decided(ApprovalDecision),
+    /// The call's signal was cancelled first.
+    Cancelled,
+    /// The ask could not be logged, so it was not put.
+    NotRecorded,
 }
 
 impl ApprovalService for Approvals {
@@ -337,23 +410,12 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-/// "commands", "file changes", ... for messages.
-fn what(view: &CallView) -> &'static str {
-    match view.tool.as_str() {
-        "bash" => "shell commands",
-        "write" | "edit" => "file changes",
-        "web_fetch" => "web fetches",
-        _ => "calls like this",
-    }
-}
-
-fn headless_denial(view: &CallView) -> String {
-    format!(
-        "this {} call was not run: {} need approval, and no one can answer approval prompts in \
-         this session (a headless run). Tell the user what you wanted to do. To allow calls like \
-         this they can rerun with `--approval never`, or add an allow rule to settings.toml: {}",
-        view.tool,
-        what(view),
-        ApprovalRule::suggestion(&view.facts())
-    )
+/// Whether the session's sandbox confines `exec`: a confining mode that fails closed when the
+/// kernel cannot enforce it. A call without an environment counts as unconfined.
+fn sandboxed(exec: &ToolExecution) -> bool {
+    crate::tool::tool_env(exec).is_ok_and(|env| {
+        let policy = env.sandbox();
+        policy.mode() != SandboxMode::DangerFullAccess
+            && policy.fallback() == UnconfinedFallback::Refuse
+    })
 }

@@ -42,6 +42,20 @@ pub struct ApprovalAsked {
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when the call asks to run outside its sandbox mode (a bash escalation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<SandboxEscalation>,
+}
+
+/// A request to run one command in a wider sandbox mode, as the person is shown it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxEscalation {
+    /// The mode the call would run in without approval.
+    pub from: SandboxMode,
+    /// The mode it asks for.
+    pub mode: SandboxMode,
+    /// The model's reason, verbatim.
+    pub justification: String,
 }
 
 impl PluginEvent for ApprovalAsked {

@@ -1,4 +1,4 @@
-//! What approval sees of one call: which gate it passes, the facts rules match on, the
+//! What approval sees of one call: what kind of call it is, the facts rules match on, the
 //! summary a person is shown, and the grant "allow for this session" would create.
 
 use std::path::{Component, Path, PathBuf};
@@ -6,20 +6,26 @@ use std::path::{Component, Path, PathBuf};
 use dsh_tools::ToolExecution;
 use serde_json::Value;
 
-use super::command::{command_grant, grant_covers, CommandGrant};
+use super::command::{command_grant, grant_covers, is_read_only_command, CommandGrant};
 use super::events::{GrantScope, SessionGrant};
 use super::rules::CallFacts;
 use crate::env::ToolEnv;
 use crate::output::truncate_chars;
 
-/// Whether a call needs approval at all.
+/// What kind of call it is, which decides when the policy asks about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Gate {
-    /// Reads and bookkeeping: never asked.
+    /// Reads and bookkeeping (`read`, `glob`, `grep`, `todo_write`): only an ask rule or a
+    /// hook puts them to a person.
     ReadOnly,
-    /// Commands, file changes and network fetches: asked unless covered.
-    NeedsApproval,
-    /// Not a built-in tool: only deny rules and other hooks apply.
+    /// A shell command; `read_only` when it is one of the read-only commands `untrusted`
+    /// lets through.
+    Command { read_only: bool },
+    /// A `write` or `edit`: fenced by the sandbox in-process, like a command.
+    FileChange,
+    /// A `web_fetch`: the sandbox does not confine the network.
+    Network,
+    /// Not a built-in tool: only rules and other hooks apply.
     Unmanaged,
 }
 
@@ -33,6 +39,8 @@ pub(crate) struct CallView {
     pub host: Option<String>,
     pub raw_arguments: String,
     pub summary: String,
+    /// A bash call asking to leave the sandbox (`sandbox_permissions`): its body asks.
+    pub escalation: bool,
 }
 
 /// Lines of an edit shown per side in a summary.
@@ -63,6 +71,7 @@ impl CallView {
             host: None,
             raw_arguments: raw.to_string(),
             summary: format!("{tool} {}", clip(raw)),
+            escalation: false,
         };
         match tool {
             "bash" => {
@@ -71,8 +80,13 @@ impl CallView {
                     Some(dir) => format!("{command}\n(in {dir})"),
                     None => command.clone(),
                 };
+                view.gate = Gate::Command {
+                    read_only: is_read_only_command(&command),
+                };
                 view.command = Some(command);
-                view.gate = Gate::NeedsApproval;
+                view.escalation = args
+                    .get("sandbox_permissions")
+                    .is_some_and(|v| !v.is_null());
             }
             "write" => {
                 let path = path.unwrap_or_default();
@@ -83,7 +97,7 @@ impl CallView {
                 let verb = if exists { "overwrite" } else { "create" };
                 view.summary = format!("{verb} {path} ({lines} lines)");
                 view.path = Some(path);
-                view.gate = Gate::NeedsApproval;
+                view.gate = Gate::FileChange;
             }
             "edit" => {
                 let path = path.unwrap_or_default();
@@ -92,7 +106,7 @@ impl CallView {
                 let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
                 view.summary = edit_summary(&path, &old, &new, all);
                 view.path = Some(path);
-                view.gate = Gate::NeedsApproval;
+                view.gate = Gate::FileChange;
             }
             "web_fetch" => {
                 let url = text("url").unwrap_or_default();
@@ -100,7 +114,7 @@ impl CallView {
                     .ok()
                     .and_then(|u| u.host_str().map(str::to_string));
                 view.summary = format!("fetch {}", clip(&url));
-                view.gate = Gate::NeedsApproval;
+                view.gate = Gate::Network;
             }
             "read" => {
                 view.summary = format!("read {}", path.clone().unwrap_or_default());
@@ -268,7 +282,7 @@ mod tests {
             v.summary,
             "edit a.rs: -1 +2 lines\n- let x = 1;\n+ let x = 2;\n+ let y = 3;"
         );
-        assert_eq!(v.gate, Gate::NeedsApproval);
+        assert_eq!(v.gate, Gate::FileChange);
         assert_eq!(v.path.as_deref(), Some("a.rs"));
     }
 
@@ -294,8 +308,24 @@ mod tests {
     }
 
     #[test]
-    fn read_only_and_unknown_tools_are_classified() {
+    fn calls_are_classified_by_kind() {
         assert_eq!(view("grep", json!({"pattern": "x"})).gate, Gate::ReadOnly);
+        assert_eq!(
+            view("bash", json!({"command": "git status"})).gate,
+            Gate::Command { read_only: true }
+        );
+        let touch = view(
+            "bash",
+            json!({"command": "touch x", "sandbox_permissions": "danger-full-access"}),
+        );
+        assert_eq!(
+            (touch.gate, touch.escalation),
+            (Gate::Command { read_only: false }, true)
+        );
+        assert_eq!(
+            view("web_fetch", json!({"url": "https://example.com"})).gate,
+            Gate::Network
+        );
         assert_eq!(view("read", json!({"file_path": "a"})).gate, Gate::ReadOnly);
         let other = view("mcp__x__y", json!({"q": 1}));
         assert_eq!(other.gate, Gate::Unmanaged);

@@ -1,10 +1,14 @@
 //! Approval: which tool calls a person must allow, how they are asked, and what is remembered.
 //!
-//! - Each session has a policy ([`ApprovalPolicy`]): `ask`, `auto` or `never`.
-//! - Settings hold allow/deny [rules](ApprovalRule) by tool name, bash command prefix or
-//!   workspace path glob; a matching deny always wins.
-//! - Reads and bookkeeping (`read`, `glob`, `grep`, `todo_write`) are never asked; commands,
-//!   file changes and web fetches are asked unless a rule or a session grant covers them.
+//! - Each session has a policy ([`ApprovalPolicy`]): `untrusted`, `ask` (the default) or
+//!   `never`. Under `ask` the sandbox is the boundary: commands and file changes run inside
+//!   it unasked, and a person is asked when a call would leave it (an [`escalation`],
+//!   or any command while the sandbox is off). `untrusted` asks before every command and
+//!   file change except [read-only commands](READ_ONLY_COMMANDS); `never` asks nothing.
+//! - Settings hold allow/ask/deny [rules](ApprovalRule) by tool name, bash command prefix or
+//!   workspace path glob; a matching deny always wins, then ask, then allow.
+//! - Reads and bookkeeping (`read`, `glob`, `grep`, `todo_write`) are asked only by rule;
+//!   web fetches are asked under `ask` and `untrusted` (no sandbox confines the network).
 //! - [`Approvals`] is the service: its `tools/pre-execute` listener gives the verdict, and it
 //!   implements `dsh_tools::ApprovalService`, putting questions to an [`ApprovalAnswerer`]
 //!   (the TUI, a web client). Without an answerer, calls that need approval are refused with a
@@ -15,20 +19,24 @@
 
 mod command;
 mod controller;
+pub mod escalation;
 pub mod events;
 mod facts;
 mod plugin;
 mod policy;
 mod rules;
+mod verdict;
 
 use dsh_protocol::{CallId, SessionId};
 use futures_util::future::BoxFuture;
 
+pub use command::READ_ONLY_COMMANDS;
 pub use controller::{ApprovalSettings, Approvals};
 pub use events::{
     close_pending_approvals, fold_session_grants, fold_session_safety, log_session_safety,
     pending_approvals, ApprovalAsked, ApprovalDecided, ApprovalPolicySet, DecisionKind, GrantScope,
-    PendingApproval, PermissionPresetSet, SafetyFold, SandboxModeSet, SessionGrant, EVENT_TYPES,
+    PendingApproval, PermissionPresetSet, SafetyFold, SandboxEscalation, SandboxModeSet,
+    SessionGrant, EVENT_TYPES,
 };
 pub use plugin::{install_pre_execute, ApprovalPlugin};
 pub use policy::{ApprovalPolicy, PermissionPreset, SessionSafety};
@@ -45,8 +53,11 @@ pub struct ApprovalQuestion {
     pub summary: String,
     /// Why it is being asked.
     pub reason: Option<String>,
-    /// What "allow for this session" would remember, to show beside that choice.
-    pub grant: SessionGrant,
+    /// What "allow for this session" would remember, to show beside that choice; `None`
+    /// when the answer cannot be remembered (an escalation covers one call only).
+    pub grant: Option<SessionGrant>,
+    /// Set when the call asks to leave its sandbox mode: the mode and the model's reason.
+    pub escalation: Option<SandboxEscalation>,
 }
 
 /// A person's answer.
@@ -54,7 +65,8 @@ pub struct ApprovalQuestion {
 pub enum ApprovalDecision {
     /// Run this call; ask again next time.
     AllowOnce,
-    /// Run this call and, for the rest of the session, calls the question's `grant` covers.
+    /// Run this call and, for the rest of the session, calls the question's `grant` covers
+    /// (only this call when the question has no grant).
     AllowForSession,
     /// Do not run it; the feedback reaches the model in the error result.
     Deny { feedback: Option<String> },

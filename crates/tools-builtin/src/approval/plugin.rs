@@ -38,19 +38,21 @@ impl Plugin for ApprovalPlugin {
 
 /// Registers the `tools/pre-execute` listener through `ctx` (an effect of its fiber). A deny
 /// from policy vetoes at once; otherwise inner listeners (hooks) run, and a deny or ask from
-/// them wins over this listener's allow.
+/// them wins over this listener's allow (an ask is refused under `never`).
 pub fn install_pre_execute(
     ctx: &Context,
     approvals: Arc<Approvals>,
 ) -> Result<Disposer, KernelError> {
     ctx.on_waterfall::<PreExecute, _, _>(move |args, next| {
         let mine = approvals.check(&args.exec);
+        let approvals = approvals.clone();
         async move {
             if matches!(mine, PreExecuteDecision::Deny { .. }) {
                 return Ok(mine);
             }
             Ok(match next.run().await? {
                 PreExecuteDecision::Allow => mine,
+                ask @ PreExecuteDecision::Ask { .. } => approvals.inner_ask(&args.exec, ask),
                 inner => inner,
             })
         }

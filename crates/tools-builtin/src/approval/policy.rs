@@ -4,27 +4,47 @@
 use crate::sandbox::SandboxMode;
 
 dsh_protocol::word_enum! {
-    /// When a person is asked before a call that needs approval runs. The words of
-    /// `[approval] policy`, `--approval` and the `approval/policy` event; change the set here.
+    /// When a person is asked before a call runs. The words of `[approval] policy`,
+    /// `--approval` and the `approval/policy` event; change the set here.
+    ///
+    /// The sandbox is the first line: under `ask` a person is asked only when a call would
+    /// leave it (an escalation, or any command while the sandbox is off). `untrusted` asks
+    /// before every command and file change whatever the sandbox; `never` asks nothing.
+    /// Deny rules apply under every policy.
     #[derive(Default)]
     pub enum ApprovalPolicy {
-        /// Calls that need approval are asked unless an allow rule or a session grant covers
-        /// them.
+        /// Every command and file change is asked, except a short list of read-only
+        /// commands (`ls`, `cat`, `git status`, ...) and calls an allow rule or a session
+        /// grant covers.
+        Untrusted = "untrusted",
+        /// Commands and file changes run inside the session's sandbox without a prompt. A
+        /// person is asked to let one command out of it (an escalation), for calls an `ask`
+        /// rule or a hook sends to approval, and, when the sandbox is off
+        /// (`danger-full-access`), for commands and file changes as under `untrusted`.
         #[default]
         Ask = "ask",
-        /// Never ask: calls that would need approval run (deny rules still apply; meant for
-        /// full access).
+        /// Never ask: calls run in the sandbox as it is, an escalation request is refused
+        /// (the sandbox mode is fixed for the session), and so is a call an `ask` rule or a
+        /// hook would put to a person.
         Never = "never",
-        /// Allow rules decide; anything they do not cover is asked, as under `ask`, so nothing
-        /// is refused for want of a rule.
-        Auto = "auto",
     }
 }
 
 impl ApprovalPolicy {
-    /// Whether calls that need approval may be put to a person under this policy.
+    /// Whether calls may be put to a person under this policy.
     pub(crate) fn asks(self) -> bool {
         !matches!(self, Self::Never)
+    }
+
+    /// How much this policy lets run without a person: `untrusted` < `ask` < `never`. A
+    /// resumed session keeps its recorded policy only when that is not wider than the one
+    /// the run would choose.
+    pub fn openness(self) -> u8 {
+        match self {
+            Self::Untrusted => 0,
+            Self::Ask => 1,
+            Self::Never => 2,
+        }
     }
 }
 
@@ -32,9 +52,9 @@ dsh_protocol::word_enum! {
     /// A named pair of sandbox mode and approval policy (the `/permission` choices).
     #[derive(Default)]
     pub enum PermissionPreset {
-        /// Read-only sandbox, ask before risky calls.
+        /// Read-only sandbox; a person is asked to let a command out of it.
         ReadOnly = "read-only",
-        /// Workspace-write sandbox, ask before risky calls.
+        /// Workspace-write sandbox; a person is asked to let a command out of it.
         #[default]
         WorkspaceWrite = "workspace-write",
         /// No confinement and no questions.

@@ -1,8 +1,8 @@
 //! Allow and deny rules from settings.
 //!
 //! A rule names a tool (or `*`) and optionally narrows it to a bash command prefix or a file
-//! path glob (relative to the workspace). Any matching deny wins over every allow, whatever
-//! the order the rules were written in.
+//! path glob (relative to the workspace). Whatever the order the rules were written in, any
+//! matching deny wins, then any matching ask, then allow.
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -12,7 +12,12 @@ use super::command::{command_grant, deny_pieces, simple_words, starts_with_words
 dsh_protocol::word_enum! {
     /// What a rule does with a call it matches.
     pub enum RuleAction {
+        /// Run it without asking (unless a deny or ask rule also matches).
         Allow = "allow",
+        /// Put it to a person, whatever the policy and the sandbox would decide (under
+        /// `never`, where no one is asked, the call is refused).
+        Ask = "ask",
+        /// Refuse it, under every policy.
         Deny = "deny",
     }
 }
@@ -128,7 +133,8 @@ impl ApprovalRule {
                     RuleAction::Allow => {
                         simple_words(command).is_some_and(|words| starts_with_words(&words, prefix))
                     }
-                    RuleAction::Deny => deny_pieces(command)
+                    // Over-matching a deny or an ask is the safe side.
+                    RuleAction::Ask | RuleAction::Deny => deny_pieces(command)
                         .iter()
                         .any(|words| starts_with_words(words, prefix)),
                 }
@@ -169,16 +175,21 @@ pub struct CallFacts<'a> {
     pub path: Option<&'a str>,
 }
 
-/// The verdict of a rule list: any matching deny wins over every allow.
+/// The verdict of a rule list: any matching deny wins, then any matching ask, then allow.
 pub fn decide(rules: &[ApprovalRule], call: &CallFacts<'_>) -> Option<RuleAction> {
-    let mut allowed = false;
+    let (mut ask, mut allow) = (false, false);
     for rule in rules.iter().filter(|rule| rule.matches(call)) {
         match rule.action {
             RuleAction::Deny => return Some(RuleAction::Deny),
-            RuleAction::Allow => allowed = true,
+            RuleAction::Ask => ask = true,
+            RuleAction::Allow => allow = true,
         }
     }
-    allowed.then_some(RuleAction::Allow)
+    if ask {
+        Some(RuleAction::Ask)
+    } else {
+        allow.then_some(RuleAction::Allow)
+    }
 }
 
 impl Serialize for ApprovalRule {
@@ -315,6 +326,26 @@ mod tests {
     }
 
     #[test]
+    fn ask_rules_beat_allow_rules_lose_to_deny_rules_and_see_through_chains() {
+        let rules = vec![
+            rule(json!({"action": "allow", "tool": "*"})),
+            rule(json!({"action": "ask", "tool": "bash", "command_prefix": "git push"})),
+            rule(json!({"action": "deny", "tool": "bash", "command_prefix": "git push --force"})),
+        ];
+        assert_eq!(decide(&rules, &bash("git status")), Some(RuleAction::Allow));
+        assert_eq!(decide(&rules, &bash("git push")), Some(RuleAction::Ask));
+        assert_eq!(
+            decide(&rules, &bash("make && git push origin")),
+            Some(RuleAction::Ask)
+        );
+        assert_eq!(
+            decide(&rules, &bash("git push --force")),
+            Some(RuleAction::Deny)
+        );
+        assert_eq!(decide(&rules[1..2], &bash("ls")), None);
+    }
+
+    #[test]
     fn path_globs_match_workspace_relative_paths() {
         let allow = rule(json!({"action": "allow", "tool": "write", "path": "src/**"}));
         let write = |path| CallFacts {
@@ -344,6 +375,7 @@ mod tests {
             json!({"action": "allow", "tool": "*"}),
             json!({"action": "allow", "tool": "bash", "command_prefix": "cargo test"}),
             json!({"action": "deny", "tool": "write", "path": "secrets/**"}),
+            json!({"action": "ask", "tool": "edit", "path": "Cargo.toml"}),
         ] {
             assert_eq!(serde_json::to_value(rule(value.clone())).unwrap(), value);
         }

@@ -7,27 +7,28 @@ use std::sync::Arc;
 use dsh_protocol::{CallId, SessionId};
 use dsh_tools::{PreExecute, PreExecuteDecision};
 use dsh_tools_builtin::approval::{GrantScope, SessionGrant};
-use dsh_tools_builtin::{ApprovalDecision, ApprovalQuestion};
+use dsh_tools_builtin::{ApprovalDecision, ApprovalQuestion, SandboxMode};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{asked, decided, text, Harness, ScriptedAnswerer};
 use super::support::eventually;
 
-const ASK_COMMANDS: &str = "shell commands need approval under the ask policy";
-const ASK_FILES: &str = "file changes need approval under the ask policy";
+const ASK_COMMANDS: &str = "shell commands need approval under the untrusted policy";
+const ASK_FILES: &str = "file changes need approval under the untrusted policy";
 
 fn bash(command: &str) -> serde_json::Value {
     json!({"command": command, "description": "test"})
 }
 
-fn ask() -> serde_json::Value {
-    json!({"policy": "ask"})
+/// The policy that asks before every command and file change.
+fn untrusted() -> serde_json::Value {
+    json!({"policy": "untrusted"})
 }
 
 #[tokio::test]
 async fn allow_once_runs_the_call_and_asks_again_next_time() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer =
         ScriptedAnswerer::new([ApprovalDecision::AllowOnce, ApprovalDecision::AllowOnce]);
     h.answer_with(&answerer);
@@ -43,10 +44,11 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
             tool: "bash".into(),
             summary: "echo hi".into(),
             reason: Some(ASK_COMMANDS.into()),
-            grant: SessionGrant {
+            grant: Some(SessionGrant {
                 tool: "bash".into(),
                 scope: GrantScope::CommandPrefix("echo".into())
-            },
+            }),
+            escalation: None,
         }
     );
     assert_eq!(
@@ -62,7 +64,7 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
 
 #[tokio::test]
 async fn allow_for_session_covers_the_same_prefix_only() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([
         ApprovalDecision::AllowForSession,
         ApprovalDecision::AllowOnce,
@@ -100,7 +102,7 @@ async fn allow_for_session_covers_the_same_prefix_only() {
 
 #[tokio::test]
 async fn file_grants_are_per_tool_and_path() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([
         ApprovalDecision::AllowForSession,
         ApprovalDecision::AllowOnce,
@@ -126,7 +128,7 @@ async fn file_grants_are_per_tool_and_path() {
 
 #[tokio::test]
 async fn deny_feedback_reaches_the_model_and_the_call_does_not_run() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([ApprovalDecision::Deny {
         feedback: Some("put it in docs/ instead".into()),
     }]);
@@ -167,17 +169,49 @@ async fn deny_feedback_reaches_the_model_and_the_call_does_not_run() {
 
 #[tokio::test]
 async fn headless_runs_refuse_with_a_way_to_allow_and_never_wait() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let result = h.run("bash", bash("git push origin main")).await;
     assert_eq!(result.error_info().unwrap().code, "TOOL_DENIED");
     assert_eq!(
         text(&result),
-        "Error: this bash call was not run: shell commands need approval, and no one can answer \
-         approval prompts in this session (a headless run). Tell the user what you wanted to do. \
-         To allow calls like this they can rerun with `--approval never`, or add an allow rule to \
-         settings.toml: [[approval.rules]] action = \"allow\", tool = \"bash\", command_prefix = \"git push\""
+        "Error: this bash call was not run: shell commands need approval under the untrusted \
+         policy, and no one can answer approval prompts in this session (a headless run). Tell \
+         the user what you wanted to do. To let calls like this run they can rerun with \
+         `--approval ask` (commands and file changes then run inside the sandbox without a \
+         prompt), or add an allow rule to settings.toml: [[approval.rules]] action = \"allow\", \
+         tool = \"bash\", command_prefix = \"git push\""
+    );
+    let unconfined = Harness::in_mode(SandboxMode::DangerFullAccess, json!({"policy": "ask"}));
+    let result = unconfined.run("bash", bash("make deploy")).await;
+    assert_eq!(
+        text(&result),
+        "Error: this bash call was not run: shell commands need approval while the sandbox is \
+         off (danger-full-access), and no one can answer approval prompts in this session (a \
+         headless run). Tell the user what you wanted to do. To let calls like this run they can \
+         rerun inside the sandbox (`--sandbox workspace-write`), rerun with `--approval never`, \
+         or add an allow rule to settings.toml: [[approval.rules]] action = \"allow\", tool = \
+         \"bash\", command_prefix = \"make deploy\""
     );
     assert!(h.approval_events().is_empty(), "nothing was asked");
+    assert!(unconfined.approval_events().is_empty(), "nothing was asked");
+}
+
+#[tokio::test]
+async fn ask_runs_commands_and_file_changes_inside_the_sandbox_without_a_prompt() {
+    let h = Harness::new(json!({"policy": "ask"}));
+    let answerer = ScriptedAnswerer::new([]);
+    h.answer_with(&answerer);
+    // Without `description` too: models other than DeepSeek often leave it out.
+    let command = h
+        .run("bash", json!({"command": "echo ok > f.txt && cat f.txt"}))
+        .await;
+    assert_eq!(text(&command), "ok\n");
+    let write = h
+        .run("write", json!({"file_path": "g.txt", "content": "x"}))
+        .await;
+    assert!(!write.is_error(), "{write:?}");
+    assert!(answerer.asked().is_empty());
+    assert!(h.approval_events().is_empty());
 }
 
 #[tokio::test]
@@ -195,8 +229,8 @@ async fn policy_never_runs_everything_without_asking() {
 }
 
 #[tokio::test]
-async fn auto_lets_allow_rules_decide_and_asks_the_rest() {
-    let h = Harness::new(json!({"policy": "auto", "rules": [
+async fn allow_rules_spare_the_asks_of_untrusted_and_read_only_commands_need_none() {
+    let h = Harness::new(json!({"policy": "untrusted", "rules": [
         {"action": "allow", "tool": "bash", "command_prefix": "echo"},
         {"action": "allow", "tool": "write", "path": "notes/**"},
     ]}));
@@ -210,21 +244,56 @@ async fn auto_lets_allow_rules_decide_and_asks_the_rest() {
         )
         .await;
     assert!(!note.is_error(), "{note:?}");
+    let listing = h.run("bash", bash("ls notes")).await;
+    assert_eq!(text(&listing), "today.md\n");
     assert!(answerer.asked().is_empty());
     let other = h.run("bash", bash("printf x")).await;
     assert_eq!(text(&other), "Error: the user rejected this tool call");
     assert_eq!(
         h.approval_events(),
         [
-            asked(
-                "call-3",
-                "bash",
-                "printf x",
-                "shell commands need approval under the auto policy"
-            ),
-            decided("call-3", json!({"decision": "deny"})),
+            asked("call-4", "bash", "printf x", ASK_COMMANDS),
+            decided("call-4", json!({"decision": "deny"})),
         ]
     );
+}
+
+#[tokio::test]
+async fn ask_rules_ask_under_ask_even_in_the_sandbox_and_refuse_under_never() {
+    let rules = json!([
+        {"action": "allow", "tool": "bash"},
+        {"action": "ask", "tool": "bash", "command_prefix": "git push"},
+    ]);
+    let h = Harness::new(json!({"policy": "ask", "rules": rules}));
+    let answerer = ScriptedAnswerer::new([ApprovalDecision::Deny { feedback: None }]);
+    h.answer_with(&answerer);
+    let push = h.run("bash", bash("git status && git push")).await;
+    assert_eq!(text(&push), "Error: the user rejected this tool call");
+    assert_eq!(text(&h.run("bash", bash("echo fine")).await), "fine\n");
+    assert_eq!(
+        h.approval_events(),
+        [
+            asked(
+                "call-1",
+                "bash",
+                "git status && git push",
+                "an ask rule in the approval settings matches this call"
+            ),
+            decided("call-1", json!({"decision": "deny"})),
+        ]
+    );
+
+    let never = Harness::new(json!({"policy": "never", "rules": rules}));
+    never.answer_with(&answerer);
+    let push = never.run("bash", bash("git push")).await;
+    assert_eq!(
+        text(&push),
+        "Error: this bash call was not run: the user's settings send it to approval, and \
+         approval prompts are off in this session (approval policy never). Do not retry it; \
+         tell the user what you wanted to do."
+    );
+    assert!(never.approval_events().is_empty());
+    assert_eq!(answerer.asked().len(), 1);
 }
 
 #[tokio::test]
@@ -234,7 +303,7 @@ async fn deny_rules_beat_allow_rules_and_apply_under_every_policy() {
         {"action": "deny", "tool": "bash", "command_prefix": "git push"},
         {"action": "deny", "tool": "read", "path": "*.env"},
     ]);
-    for policy in ["ask", "never"] {
+    for policy in ["untrusted", "ask", "never"] {
         let h = Harness::new(json!({"policy": policy, "rules": rules}));
         let answerer = ScriptedAnswerer::new([]);
         h.answer_with(&answerer);
@@ -260,7 +329,7 @@ async fn deny_rules_beat_allow_rules_and_apply_under_every_policy() {
 
 #[tokio::test]
 async fn read_only_tools_never_ask() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([]);
     h.answer_with(&answerer);
     h.fx.write("a.txt", "needle\n");
@@ -279,7 +348,7 @@ async fn read_only_tools_never_ask() {
 
 #[tokio::test]
 async fn a_hook_that_asks_goes_to_the_same_answerer() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([ApprovalDecision::AllowOnce]);
     h.answer_with(&answerer);
     h.root
@@ -307,8 +376,26 @@ async fn a_hook_that_asks_goes_to_the_same_answerer() {
 }
 
 #[tokio::test]
+async fn a_hook_that_asks_is_refused_under_never() {
+    let h = Harness::new(json!({"policy": "never"}));
+    let answerer = ScriptedAnswerer::new([]);
+    h.answer_with(&answerer);
+    h.root
+        .on_waterfall::<PreExecute, _, _>(|_args, _next| async {
+            Ok::<_, dsh_kernel::BoxError>(PreExecuteDecision::Ask { reason: None })
+        })
+        .unwrap()
+        .forget();
+    let result = h.run("glob", json!({"pattern": "*"})).await;
+    assert_eq!(result.error_info().unwrap().code, "TOOL_DENIED");
+    assert!(text(&result).contains("approval prompts are off in this session"));
+    assert!(answerer.asked().is_empty());
+    assert!(h.approval_events().is_empty());
+}
+
+#[tokio::test]
 async fn cancelling_the_turn_resolves_a_pending_ask_as_cancelled() {
-    let h = Arc::new(Harness::new(ask()));
+    let h = Arc::new(Harness::new(untrusted()));
     let answerer = ScriptedAnswerer::silent();
     h.answer_with(&answerer);
     let signal = CancellationToken::new();
@@ -341,7 +428,7 @@ async fn cancelling_the_turn_resolves_a_pending_ask_as_cancelled() {
 
 #[tokio::test]
 async fn a_call_without_an_agent_has_no_session_to_ask_in() {
-    let h = Harness::new(ask());
+    let h = Harness::new(untrusted());
     let answerer = ScriptedAnswerer::new([]);
     h.answer_with(&answerer);
     let call =

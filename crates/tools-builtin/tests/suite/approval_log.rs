@@ -87,7 +87,7 @@ async fn policy_changes_are_logged_once_each() {
 
 #[tokio::test]
 async fn a_crash_during_an_ask_leaves_it_pending_in_the_log() {
-    let h = Arc::new(Harness::new(json!({"policy": "ask"})));
+    let h = Arc::new(Harness::new(json!({"policy": "untrusted"})));
     let answerer = ScriptedAnswerer::silent();
     h.answer_with(&answerer);
     let signal = CancellationToken::new();
@@ -108,7 +108,8 @@ async fn a_crash_during_an_ask_leaves_it_pending_in_the_log() {
                 call_id: "call-1".into(),
                 tool: "bash".into(),
                 summary: "make deploy".into(),
-                reason: Some("shell commands need approval under the ask policy".into()),
+                reason: Some("shell commands need approval under the untrusted policy".into()),
+                escalation: None,
             }
         }]
     );
@@ -161,7 +162,7 @@ async fn resume_rebuilds_grants_and_policy_from_the_log() {
     let answerer = ScriptedAnswerer::new([ApprovalDecision::AllowForSession]);
     h.answer_with(&answerer);
     h.approvals
-        .set_policy(&h.session, ApprovalPolicy::Auto)
+        .set_policy(&h.session, ApprovalPolicy::Untrusted)
         .unwrap();
     h.run("bash", bash("cargo --version")).await;
     let grant = SessionGrant {
@@ -176,12 +177,12 @@ async fn resume_rebuilds_grants_and_policy_from_the_log() {
     let resumed = reloaded(&h.session, &h.session.events());
     let fresh = Approvals::new(ApprovalSettings::default());
     assert_eq!(fresh.grants(&resumed), [grant]);
-    assert_eq!(fresh.policy(&resumed), ApprovalPolicy::Auto);
+    assert_eq!(fresh.policy(&resumed), ApprovalPolicy::Untrusted);
 }
 
 #[tokio::test]
 async fn a_resumed_session_does_not_ask_again_for_a_granted_prefix() {
-    let h = Harness::new(json!({"policy": "ask"}));
+    let h = Harness::new(json!({"policy": "untrusted"}));
     let answerer = ScriptedAnswerer::new([ApprovalDecision::AllowForSession]);
     h.answer_with(&answerer);
     h.run("bash", bash("echo first")).await;
@@ -208,11 +209,16 @@ fn raw_approval_records_are_checked_against_their_declarations() {
     let log = dsh_session::AppendOptions::log_only;
     let raw = |type_name: &str, data| dsh_session::EventData::other(type_name, data);
     session
-        .append(raw("approval/policy", json!({"policy": "auto"})), log())
+        .append(
+            raw("approval/policy", json!({"policy": "untrusted"})),
+            log(),
+        )
         .unwrap();
     let before: Vec<_> = session.events().to_vec();
     for (type_name, data) in [
         ("approval/policy", json!({"policy": "sometimes"})),
+        // `auto` was dropped: allow rules cover it.
+        ("approval/policy", json!({"policy": "auto"})),
         ("sandbox/mode", json!({})),
         ("permission/preset", json!({"preset": 3})),
         ("approval/asked", json!({"callId": "c", "tool": "bash"})),
@@ -238,7 +244,7 @@ fn raw_approval_records_are_checked_against_their_declarations() {
     assert_eq!(session.events().to_vec(), before);
     assert_eq!(
         fold_session_safety(&session.events()).policy,
-        Some(ApprovalPolicy::Auto)
+        Some(ApprovalPolicy::Untrusted)
     );
 }
 

@@ -15,7 +15,7 @@ use dsh_tools::{
 };
 use dsh_tools_builtin::{
     ApprovalAnswerer, ApprovalDecision, ApprovalPlugin, ApprovalQuestion, Approvals,
-    BuiltinToolsPlugin,
+    BuiltinToolsPlugin, SandboxMode,
 };
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -106,6 +106,15 @@ impl Harness {
     }
 
     pub fn with(tools_config: Value, approval: Value) -> Self {
+        Self::with_fixture(tools_config, approval, Fixture::new())
+    }
+
+    /// Default tools, approval settings `approval`, the workspace in sandbox mode `mode`.
+    pub fn in_mode(mode: SandboxMode, approval: Value) -> Self {
+        Self::with_fixture(json!({}), approval, Fixture::mode(mode))
+    }
+
+    pub fn with_fixture(tools_config: Value, approval: Value, fx: Fixture) -> Self {
         let root = Context::root();
         root.plugin::<SessionsPlugin>(()).unwrap();
         root.plugin::<ToolsPlugin>(ToolsConfig::default()).unwrap();
@@ -113,7 +122,6 @@ impl Harness {
             .unwrap();
         root.plugin::<ApprovalPlugin>(serde_json::from_value(approval).unwrap())
             .unwrap();
-        let fx = Fixture::new();
         let store = root.require::<SessionStore>().unwrap();
         let options = SessionOptions {
             cwd: Some(fx.ws().display().to_string()),

@@ -1,7 +1,9 @@
 mod approval;
 mod approval_log;
+mod approval_table;
 mod bash;
 mod envs;
+mod escalation;
 mod fs_tools;
 mod harness;
 mod registry;

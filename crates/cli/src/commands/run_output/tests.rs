@@ -265,6 +265,7 @@ fn human_mode_notes_approval_questions_and_answers() {
         tool: "bash".into(),
         summary: "cargo publish\n--dry-run".into(),
         reason: None,
+        escalation: None,
     };
     let decided = ApprovalDecided {
         call_id: "c1".into(),

@@ -40,7 +40,11 @@ fn wrong_values_say_what_is_expected() {
     );
     assert_eq!(
         error_of("[approval]\npolicy = 3\n"),
-        "settings.toml:2: `approval.policy`: expected one of \"ask\", \"never\", \"auto\", found an integer (3)"
+        "settings.toml:2: `approval.policy`: expected one of \"untrusted\", \"ask\", \"never\", found an integer (3)"
+    );
+    assert_eq!(
+        error_of("[approval]\npolicy = \"auto\"\n"),
+        "settings.toml:2: `approval.policy`: expected one of \"untrusted\", \"ask\", \"never\" (`auto` was removed: allow rules in [[approval.rules]] let calls run unasked, and under `ask` commands already run inside the sandbox without a prompt), found \"auto\""
     );
     assert_eq!(
         error_of("[tools.bash]\nenabled = \"no\"\n"),
@@ -68,7 +72,7 @@ fn wrong_values_say_what_is_expected() {
     );
     assert_eq!(
         error_of("[[approval.rules]]\naction = \"maybe\"\ntool = \"bash\"\n"),
-        "settings.toml:2: `approval.rules[0].action`: expected one of \"allow\", \"deny\", found \"maybe\""
+        "settings.toml:2: `approval.rules[0].action`: expected one of \"allow\", \"ask\", \"deny\", found \"maybe\""
     );
 }
 

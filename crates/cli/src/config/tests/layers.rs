@@ -307,14 +307,14 @@ fn permission_mode_layers_and_full_access_implies_never() {
     );
     // In the file, full access with an explicit policy keeps that policy.
     let s = load_with(
-        "[sandbox]\nmode = \"danger-full-access\"\n[approval]\npolicy = \"auto\"\n",
+        "[sandbox]\nmode = \"danger-full-access\"\n[approval]\npolicy = \"untrusted\"\n",
         &[],
         &Overrides::default(),
     )
     .unwrap();
     assert_eq!(
         s.approval.policy,
-        Sourced::new(ApprovalPolicy::Auto, Source::File { line: 4 })
+        Sourced::new(ApprovalPolicy::Untrusted, Source::File { line: 4 })
     );
 }
 

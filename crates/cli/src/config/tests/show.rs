@@ -11,7 +11,7 @@ fn show_prints_provenance_and_hides_secrets() {
             ("DEEPSEEK_API_KEY", "sk-ds-secret"),
         ],
         &Overrides {
-            approval: Some(ApprovalPolicy::Auto),
+            approval: Some(ApprovalPolicy::Untrusted),
             ..Overrides::default()
         },
     )
@@ -38,7 +38,10 @@ fn show_prints_provenance_and_hides_secrets() {
         line("provider = "),
         "provider = \"local\" # settings.toml:3"
     );
-    assert_eq!(line("policy = "), "policy = \"auto\" # flag --approval");
+    assert_eq!(
+        line("policy = "),
+        "policy = \"untrusted\" # flag --approval"
+    );
     assert_eq!(line("mode = "), "mode = \"read-only\" # settings.toml:31");
     assert_eq!(
         line("headers.X-Title"),
@@ -126,4 +129,35 @@ fn stream_limits_show_their_defaults_and_where_a_route_changed_them() {
         value["providers"][1]["max_sse_line_bytes"],
         json!({"value": 16777216, "source": "default"})
     );
+}
+
+#[test]
+fn the_tools_block_lists_only_tools_that_exist() {
+    let settings = load_with("", &[], &Overrides::default()).unwrap();
+    let text = render_text(&settings);
+    let block: Vec<&str> = text
+        .split("\n\n")
+        .find(|b| b.starts_with("[tools]"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            l.split(".enabled = ")
+                .next()
+                .filter(|_| l.contains(".enabled"))
+        })
+        .collect();
+    assert_eq!(block, dsh_tools_builtin::BUILTIN_TOOL_NAMES);
+    let json = render_json(&settings);
+    let shown: Vec<&String> = json["tools"].as_object().unwrap().keys().collect();
+    assert_eq!(shown.len(), dsh_tools_builtin::BUILTIN_TOOL_NAMES.len());
+    // A switch for a tool this binary does not have is refused, not silently shown.
+    let error = load_with(
+        "[tools.web_search]\nenabled = true\n",
+        &[],
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("unknown key `tools.web_search`"), "{error}");
 }

@@ -208,6 +208,7 @@ pub async fn production_listeners(root: &std::path::Path) -> Vec<Live> {
             session_id: Some(id),
             max_steps: Some(1),
             step_cap_hit: Some(Arc::new(AtomicBool::new(false))),
+            resume_changes: None,
         })
         .await
         .unwrap();

@@ -125,7 +125,14 @@ impl InteractiveState {
             }
             KeyCode::Enter => asked.prompt.selected(),
             KeyCode::Char('a' | 'y') => ApprovalChoice::AllowOnce,
-            KeyCode::Char('s') => ApprovalChoice::AllowForSession,
+            KeyCode::Char('s')
+                if asked
+                    .prompt
+                    .choices()
+                    .contains(&ApprovalChoice::AllowForSession) =>
+            {
+                ApprovalChoice::AllowForSession
+            }
             KeyCode::Char('d' | 'n') | KeyCode::Esc => ApprovalChoice::Deny,
             _ => return,
         };

@@ -12,7 +12,9 @@ use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::text::wrap;
-use crate::tui::{entry_lines, ApprovalPrompt, Entry, InputBox, RunState, ToolState, Transcript};
+use crate::tui::{
+    entry_lines, ApprovalPrompt, Entry, EscalationLine, InputBox, RunState, ToolState, Transcript,
+};
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
@@ -221,7 +223,16 @@ impl InteractiveState {
                     request.summary.clone(),
                     request.reason.clone(),
                 );
-                prompt.set_grant(request.grant.to_string());
+                if let Some(grant) = &request.grant {
+                    prompt.set_grant(grant.to_string());
+                }
+                if let Some(escalation) = &request.escalation {
+                    prompt.set_escalation(EscalationLine {
+                        from: escalation.from.to_string(),
+                        to: escalation.mode.to_string(),
+                        justification: escalation.justification.clone(),
+                    });
+                }
                 self.approvals.push_back(Asked {
                     ticket,
                     session: request.session_id.clone(),
