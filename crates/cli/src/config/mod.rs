@@ -20,7 +20,7 @@
 //! max_response_bytes = 134217728         # most bytes of one response (default 128 MiB)
 //!
 //! [approval]
-//! policy = "ask"                        # untrusted | ask | never (docs/safety-approval.md)
+//! policy = "ask"                        # untrusted | ask | never (docs/safety.md)
 //! rules = [                             # deny beats ask beats allow
 //!   { action = "allow", tool = "bash", command_prefix = "cargo test" },
 //!   { action = "ask", tool = "bash", command_prefix = "git push" },
