@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use dsh_protocol::SessionId;
 use dsh_session::{
-    interrupted_turn_closers, SeedSource, SessionBuilder, SessionEvent, SessionHeader,
+    interrupted_turn_closers, SeedSource, Session, SessionBuilder, SessionEvent, SessionHeader,
 };
 
 use crate::error::StoreError;
@@ -91,6 +91,24 @@ fn session_header(path: &Path, stored: &LogHeader) -> Result<SessionHeader, Stor
     })?;
     header.validate().map_err(rejected)?;
     Ok(header)
+}
+
+/// Seeds a session with a stored log plus its crash-repair closers: the one validation both
+/// resume and inspection run, so a clean inspection means the log will load.
+fn seed_with_closers(
+    header: SessionHeader,
+    mut events: Vec<Arc<SessionEvent>>,
+    closers: &[SessionEvent],
+    path: &Path,
+) -> Result<Session, StoreError> {
+    events.extend(closers.iter().cloned().map(Arc::new));
+    SessionBuilder::new(header)
+        .seed(events, SeedSource::Persistence)
+        .build()
+        .map_err(|source| StoreError::Rejected {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 fn log_header(header: &SessionHeader) -> Result<LogHeader, StoreError> {
@@ -236,17 +254,10 @@ impl JsonlBackend {
             return Err(StoreError::io("prepare", log.path, err));
         }
         let closers = interrupted_turn_closers(&log.events);
-        let mut events = std::mem::take(&mut log.events);
+        let events = std::mem::take(&mut log.events);
         let stored = events.len();
-        events.extend(closers.iter().cloned().map(Arc::new));
         // Build first: a log the session model refuses is reported, never modified.
-        let session = SessionBuilder::new(header)
-            .seed(events, SeedSource::Persistence)
-            .build()
-            .map_err(|source| StoreError::Rejected {
-                path: log.path.clone(),
-                source,
-            })?;
+        let session = seed_with_closers(header, events, &closers, &log.path)?;
         // The writer may have to rewrite the stored tail of a cut frame: give the events back.
         let session_events = session.events();
         log.events = session_events[..stored].to_vec();
@@ -366,17 +377,10 @@ impl SessionPersistence for JsonlBackend {
     fn inspect(&self, id: &SessionId) -> Result<Inspection, StoreError> {
         let (mut log, header) = self.read_typed(id)?;
         let event_count = log.next_seq();
-        let mut events = std::mem::take(&mut log.events);
+        let events = std::mem::take(&mut log.events);
         let pending_closers = interrupted_turn_closers(&events);
         // The same validation a resume runs, so a clean inspection means it will load.
-        events.extend(pending_closers.iter().cloned().map(Arc::new));
-        SessionBuilder::new(header)
-            .seed(events, SeedSource::Persistence)
-            .build()
-            .map_err(|source| StoreError::Rejected {
-                path: log.path.clone(),
-                source,
-            })?;
+        seed_with_closers(header, events, &pending_closers, &log.path)?;
         Ok(Inspection {
             pending_closers,
             events: event_count,
