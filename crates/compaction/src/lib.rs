@@ -36,7 +36,7 @@ pub use pruner::{
     PRUNE_MARKER,
 };
 pub use select::{
-    is_compact_checkpoint, is_compact_checkpoint_source, select_compactable_range, CompactRange,
-    SelectFloor, CHECKPOINT_PLUGIN,
+    compactable_candidate, is_compact_checkpoint, is_compact_checkpoint_source,
+    select_compactable_range, Candidate, CompactRange, SelectFloor, CHECKPOINT_PLUGIN,
 };
 pub use service::MeterService;

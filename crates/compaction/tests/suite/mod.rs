@@ -1,3 +1,5 @@
 mod common;
 mod events;
+mod fixture;
 mod meter;
+mod select;
