@@ -197,3 +197,22 @@ pub fn tool_step(
 pub fn log_json(session: &Session) -> Value {
     serde_json::to_value(session.events().iter().map(|e| &**e).collect::<Vec<_>>()).unwrap()
 }
+
+/// A compaction checkpoint `user/message` (source `{kind: plugin, plugin: compact}`).
+pub fn checkpoint_message(id: &str, text: &str) -> EventData {
+    let mut extra = serde_json::Map::new();
+    extra.insert("compactionId".into(), json!(id));
+    EventData::UserMessage(Arc::new(Message {
+        id: MessageId::new(format!("m-{id}")),
+        role: Role::User,
+        content: vec![
+            ContentBlock::text("checkpoint preamble\n\n<compacted-summary>"),
+            ContentBlock::text(text),
+            ContentBlock::text("</compacted-summary>"),
+        ],
+        source: MessageSource::Plugin {
+            plugin: dsh_compaction::CHECKPOINT_PLUGIN.into(),
+            extra,
+        },
+    }))
+}

@@ -2,4 +2,6 @@ mod common;
 mod events;
 mod fixture;
 mod meter;
+mod properties;
+mod pruner;
 mod select;

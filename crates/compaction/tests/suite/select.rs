@@ -2,10 +2,8 @@
 
 use super::common::*;
 use dsh_compaction::*;
-use dsh_protocol::{ContentBlock, Message, MessageId, MessageSource, Role};
+use dsh_protocol::{ContentBlock, MessageSource};
 use dsh_session::*;
-use serde_json::{json, Map};
-use std::sync::Arc;
 
 fn metered(s: &Session) -> TokenMeter {
     let mut meter = TokenMeter::new();
@@ -156,24 +154,6 @@ fn a_stale_meter_is_refused() {
     s.append(user("more", "x"), surface()).unwrap();
     let err = select_compactable_range(&s, &meter, 0, SelectFloor::RELATIVE_ONLY).unwrap_err();
     assert_eq!(err.code(), "SURFACE_MISMATCH");
-}
-
-fn checkpoint_message(id: &str, text: &str) -> EventData {
-    let mut extra = Map::new();
-    extra.insert("compactionId".into(), json!(id));
-    EventData::UserMessage(Arc::new(Message {
-        id: MessageId::new(format!("m-{id}")),
-        role: Role::User,
-        content: vec![
-            ContentBlock::text("checkpoint preamble\n\n<compacted-summary>"),
-            ContentBlock::text(text),
-            ContentBlock::text("</compacted-summary>"),
-        ],
-        source: MessageSource::Plugin {
-            plugin: CHECKPOINT_PLUGIN.into(),
-            extra,
-        },
-    }))
 }
 
 /// Replaces the surface nodes from the head through `end` with a checkpoint.
