@@ -5,3 +5,4 @@ mod meter;
 mod properties;
 mod pruner;
 mod select;
+mod service;
