@@ -70,6 +70,7 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
             .ok(),
             config::TOOLS_BUILTIN_ROW => serde_json::to_value(builtin_tools_config(settings)).ok(),
             config::APPROVAL_ROW => serde_json::to_value(approval_config(settings)).ok(),
+            config::COMPACTION_ROW => Some(settings.compaction.row_config()),
             _ => None,
         };
         if let Some(config) = derived {

@@ -204,6 +204,38 @@ fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
     );
 }
 
+#[test]
+fn the_compaction_row_is_derived_from_the_compaction_section() {
+    // The row is mounted by the compaction plugin's own composition entry; a null-config row
+    // of that id gets the section's config, a patched config is left as written.
+    let derived = home(
+        Some(
+            "[compaction]\nretain_tokens = 3000\nretries = 2\n\
+             [[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\n",
+        ),
+        &[],
+    );
+    let composition = boot_composition(&settings_of(&derived, &Overrides::default()));
+    assert_eq!(
+        row(&composition, config::COMPACTION_ROW),
+        &json!({"auto": true, "thresholdRatio": 0.8, "retainRatio": null, "retainTokens": 3000,
+                "maxTokens": 8192, "retries": 2, "overflowRetries": 1,
+                "provider": null, "model": null})
+    );
+    let patched = home(
+        Some(
+            "[compaction]\nretries = 2\n\
+             [[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\nconfig = { auto = false }\n",
+        ),
+        &[],
+    );
+    let composition = boot_composition(&settings_of(&patched, &Overrides::default()));
+    assert_eq!(
+        row(&composition, config::COMPACTION_ROW),
+        &json!({"auto": false})
+    );
+}
+
 #[tokio::test]
 async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
     let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);

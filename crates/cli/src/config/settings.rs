@@ -1,6 +1,7 @@
 //! The effective settings: built-in defaults, then the settings file, then environment
 //! variables, then command-line flags, each value remembering which layer set it.
 
+use super::compaction::CompactionSettings;
 use super::composition::{default_composition, patch_composition};
 use super::env::Env;
 use super::error::{closest, ConfigError};
@@ -57,6 +58,7 @@ pub struct Settings {
     pub approval: ApprovalSettings,
     pub sandbox: SandboxSettings,
     pub tools: ToolSettings,
+    pub compaction: CompactionSettings,
     /// The plugin rows to mount, after the file's `[[plugins]]` patches.
     pub composition: Composition,
     /// Which layer last touched each row, by row id.
@@ -428,6 +430,8 @@ pub(crate) fn resolve(
         allow_private = Sourced::new(v.value, line(v.line));
     }
 
+    let compaction = super::compaction::resolve(&file.compaction, &providers, &settings_path)?;
+
     let mut composition = default_composition();
     let mut row_sources: BTreeMap<String, Source> = composition
         .rows
@@ -460,6 +464,7 @@ pub(crate) fn resolve(
             enabled,
             web_fetch_allow_private: allow_private,
         },
+        compaction,
         composition,
         row_sources,
     })

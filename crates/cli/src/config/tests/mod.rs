@@ -1,5 +1,6 @@
 //! Tests of configuration loading: layers and provenance, error messages, and `config show`.
 
+mod compaction;
 mod errors;
 mod layers;
 mod show;

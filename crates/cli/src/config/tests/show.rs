@@ -108,7 +108,7 @@ fn stream_limits_show_their_defaults_and_where_a_route_changed_them() {
     let text = render_text(&settings);
     let compact: Vec<String> = text
         .lines()
-        .filter(|l| l.starts_with("max_"))
+        .filter(|l| l.starts_with("max_sse") || l.starts_with("max_response"))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(
