@@ -46,6 +46,19 @@ dsh_protocol::word_enum! {
     }
 }
 
+dsh_protocol::word_enum! {
+    /// Where a model's context window figure comes from, so a surface can say how far to
+    /// trust it (the TUI marks a guessed window).
+    pub enum ContextWindowSource {
+        /// Published for this model (a built-in catalogue entry or provider default).
+        Known = "known",
+        /// Written in the settings for this deployment.
+        Configured = "configured",
+        /// A conservative default for a model nothing describes.
+        Guessed = "guessed",
+    }
+}
+
 /// The reasoning efforts a model accepts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,6 +77,9 @@ pub struct ModelInfo {
     /// Tokens of context the model accepts, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Where `context_window` comes from; `None` when the window is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_source: Option<ContextWindowSource>,
     /// Output cap used when a request sets none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_max_tokens: Option<u64>,
@@ -80,6 +96,7 @@ impl Default for ModelInfo {
     fn default() -> Self {
         Self {
             context_window: None,
+            context_window_source: None,
             default_max_tokens: None,
             max_output_tokens: None,
             reasoning: None,
@@ -89,6 +106,12 @@ impl Default for ModelInfo {
 }
 
 impl ModelInfo {
+    /// Whether the context window is a default guess rather than a known or configured
+    /// figure.
+    pub fn context_window_guessed(&self) -> bool {
+        self.context_window_source == Some(ContextWindowSource::Guessed)
+    }
+
     /// Whether the model accepts image input.
     pub fn accepts_images(&self) -> bool {
         self.input_modalities.contains(&Modality::Image)

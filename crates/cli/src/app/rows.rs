@@ -125,6 +125,13 @@ pub fn openai_config(settings: &Settings) -> OpenAiConfig {
     }
 }
 
+/// What the adapter will know about `model` on route `route` (its context window and where
+/// that figure comes from, output caps, reasoning, input kinds); `None` for an unknown route
+/// or a model the route refuses.
+pub fn model_info(settings: &Settings, route: &str, model: &str) -> Option<dsh_llm::ModelInfo> {
+    route_config(settings.provider(route)?).resolve_model(model)
+}
+
 fn route_config(provider: &Provider) -> RouteConfig {
     let base = if provider.route == DEEPSEEK_ROUTE {
         RouteConfig::deepseek()
@@ -145,7 +152,7 @@ fn route_config(provider: &Provider) -> RouteConfig {
             .map(|(name, value)| (name.clone(), value.value.expose().to_owned()))
             .collect(),
         catalog: ModelCatalog {
-            models: provider.models.value.clone(),
+            models: provider.models.iter().map(|m| m.value.clone()).collect(),
             accept_unlisted: true,
             defaults: base.catalog.defaults.clone(),
         },

@@ -16,6 +16,8 @@
 //! api_key_env = "LOCAL_API_KEY"         # the variable's name, never the key
 //! compat = { max_tokens_field = "max_completion_tokens" }
 //! models = [{ id = "qwen3-coder", context_window = 131072, input = ["text"] }]
+//!                                       # (an entry for a built-in model, such as
+//!                                       # deepseek-v4-flash, changes only what it names)
 //! max_sse_line_bytes = 16777216          # longest stream line or event (default 16 MiB)
 //! max_response_bytes = 134217728         # most bytes of one response (default 128 MiB)
 //!

@@ -117,16 +117,16 @@ fn provider_block(provider: &Provider) -> Block {
         None => "none".into(),
     });
     block.line(format!("api_key = {}", provider.api_key), None);
-    if provider.models.value.is_empty() {
+    if provider.models.is_empty() {
         block.line(
             "models = [] (any model id is accepted)".into(),
-            Some(provider.models.source.to_string()),
+            Some(super::Source::Default.to_string()),
         );
     }
-    for (i, entry) in provider.models.value.iter().enumerate() {
+    for (i, entry) in provider.models.iter().enumerate() {
         block.line(
-            format!("models[{i}] = {}", model_text(entry)),
-            Some(provider.models.source.to_string()),
+            format!("models[{i}] = {}", model_text(&entry.value)),
+            Some(entry.source.to_string()),
         );
     }
     for (name, value) in &provider.headers {
@@ -306,7 +306,7 @@ pub fn render_json(settings: &Settings) -> Value {
                 "base_url": sourced(&p.base_url, text),
                 "api_key_env": sourced(&p.api_key_env, |v| json!(v)),
                 "api_key": api_key,
-                "models": sourced(&p.models, |models| models.iter().map(model_json).collect()),
+                "models": p.models.iter().map(|m| sourced(m, model_json)).collect::<Vec<_>>(),
                 "headers": headers,
                 "compat": {
                     "max_tokens_field": sourced(&p.compat.max_tokens_field, |v| word(v)),

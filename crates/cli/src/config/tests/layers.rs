@@ -38,24 +38,25 @@ fn a_valid_file_loads_every_section() {
     );
     assert_eq!(
         local.models,
-        Sourced::new(
-            vec![ModelEntry {
+        [Sourced::new(
+            ModelEntry {
                 id: "qwen3-coder".into(),
                 context_window: Some(131_072),
+                context_window_source: None,
                 max_tokens: Some(8192),
                 reasoning_efforts: Some(vec!["low".into(), "high".into()]),
                 default_effort: Some("low".into()),
                 input: Some(vec![Modality::Text, Modality::Image]),
-            }],
+            },
             file(12)
-        )
+        )]
     );
     let deepseek = settings.provider(DEEPSEEK_ROUTE).unwrap();
     assert_eq!(
         deepseek.base_url,
         Sourced::new("https://gateway.example/deepseek".to_owned(), file(21))
     );
-    assert_eq!(deepseek.models.source, Source::Default);
+    assert!(deepseek.models.iter().all(|m| m.source == Source::Default));
 
     assert_eq!(
         settings.approval.policy,

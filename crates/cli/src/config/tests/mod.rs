@@ -3,6 +3,7 @@
 mod compaction;
 mod errors;
 mod layers;
+mod models;
 mod show;
 
 use super::*;
