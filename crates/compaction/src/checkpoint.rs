@@ -12,11 +12,9 @@
 //! Its source is `{kind:'plugin', plugin:'compact', compactionId, sourceCommandId?}`, which is
 //! how readers (the invariant, transcripts) recognise a checkpoint among user messages.
 
+pub use crate::select::{is_compact_checkpoint_source as is_checkpoint_source, CHECKPOINT_PLUGIN};
 use dsh_protocol::{ContentBlock, Message, MessageId, MessageSource, Role};
 use serde_json::{Map, Value};
-
-/// The plugin name of a checkpoint's source.
-pub const CHECKPOINT_PLUGIN: &str = "compact";
 
 /// The tag that opens the summary inside a checkpoint.
 pub const SUMMARY_OPEN: &str = "<compacted-summary>";
@@ -33,7 +31,10 @@ without remarking on this checkpoint.";
 /// The source of a checkpoint message.
 pub fn checkpoint_source(compaction_id: &str, source_command_id: Option<&str>) -> MessageSource {
     let mut extra = Map::new();
-    extra.insert("compactionId".into(), Value::String(compaction_id.to_owned()));
+    extra.insert(
+        "compactionId".into(),
+        Value::String(compaction_id.to_owned()),
+    );
     if let Some(command) = source_command_id {
         extra.insert("sourceCommandId".into(), Value::String(command.to_owned()));
     }
@@ -43,18 +44,16 @@ pub fn checkpoint_source(compaction_id: &str, source_command_id: Option<&str>) -
     }
 }
 
-/// Whether `source` is a checkpoint's (`kind:'plugin'`, `plugin:'compact'`).
-pub fn is_checkpoint_source(source: &MessageSource) -> bool {
-    matches!(source, MessageSource::Plugin { plugin, .. } if plugin == CHECKPOINT_PLUGIN)
-}
-
 /// The compaction a checkpoint source names: `Some("")` for a checkpoint source without a
 /// usable id (so the invariant refuses it), `None` for any other source.
 pub fn checkpoint_compaction_id(source: &MessageSource) -> Option<&str> {
     match source {
-        MessageSource::Plugin { plugin, extra } if plugin == CHECKPOINT_PLUGIN => {
-            Some(extra.get("compactionId").and_then(Value::as_str).unwrap_or(""))
-        }
+        MessageSource::Plugin { plugin, extra } if plugin == CHECKPOINT_PLUGIN => Some(
+            extra
+                .get("compactionId")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        ),
         _ => None,
     }
 }
@@ -82,14 +81,9 @@ pub fn checkpoint_message(
     summary: &[ContentBlock],
 ) -> Message {
     Message {
-        id: MessageId::new(uuid_like()),
+        id: MessageId::random(),
         role: Role::User,
         content: frame_summary(summary),
         source: checkpoint_source(compaction_id, source_command_id),
     }
-}
-
-/// A random v4 UUID string.
-pub(crate) fn uuid_like() -> String {
-    uuid::Uuid::new_v4().to_string()
 }

@@ -112,10 +112,9 @@ impl BracketFold {
 
     fn outside_bracket(&self, what: &str, origin: EventOrigin) -> Result<(), String> {
         match &self.bracket {
-            Some(open) if !origin.is_seed() => Err(format!(
-                "{what} inside the open compaction {:?}",
-                open.id
-            )),
+            Some(open) if !origin.is_seed() => {
+                Err(format!("{what} inside the open compaction {:?}", open.id))
+            }
             _ => Ok(()),
         }
     }
@@ -154,7 +153,8 @@ impl BracketFold {
         }
         if let Some(summary) = event.decode::<CompactionSummary>() {
             let summary = summary.map_err(|e| e.to_string())?;
-            let open = self.matching(&summary.compaction_id, summary.source_command_id.as_deref())?;
+            let open =
+                self.matching(&summary.compaction_id, summary.source_command_id.as_deref())?;
             if open.summarized {
                 return Err(format!("compaction {:?} already has a summary", open.id));
             }
