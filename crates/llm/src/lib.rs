@@ -20,6 +20,7 @@ mod runtime;
 
 pub use adapter::{
     ChunkStream, ContextWindowSource, LlmAdapter, LlmRequest, Modality, ModelInfo, ReasoningInfo,
+    RequestPurpose,
 };
 pub use assembler::{AssembleError, Assembled, BlockAssembler};
 pub use error::{error_chain, normalize_failure, BoxError, LlmError};
