@@ -22,6 +22,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_llm::LlmPlugin>()
         .with::<dsh_llm_openai::OpenAiPlugin>()
         .with::<dsh_agent_loop::RetryPlugin>()
+        .with::<dsh_compaction::CompactionPlugin>()
         .with::<dsh_prompt::SystemPromptPlugin>()
         .with::<dsh_tools::ToolsPlugin>()
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
@@ -33,13 +34,18 @@ pub fn plugin_table() -> PluginTable {
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
 /// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
 /// type is what lets a stored log holding it load, whichever plugins end up mounted.
-pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
+    dsh_tools_builtin::approval::EVENT_TYPES,
+    dsh_compaction::EVENT_TYPES,
+];
 
-/// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
+/// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
+/// every log of this process is checked with (the compaction bracket rules); idempotent.
 pub fn register_event_types() -> Result<(), SessionError> {
     EVENT_TYPES
         .iter()
-        .try_for_each(|batch| dsh_session::register_event_types(batch))
+        .try_for_each(|batch| dsh_session::register_event_types(batch))?;
+    dsh_compaction::invariant::register()
 }
 
 /// Where session logs live: `$DSH_HOME/sessions`.
@@ -70,7 +76,9 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
             .ok(),
             config::TOOLS_BUILTIN_ROW => serde_json::to_value(builtin_tools_config(settings)).ok(),
             config::APPROVAL_ROW => serde_json::to_value(approval_config(settings)).ok(),
-            config::COMPACTION_ROW => Some(settings.compaction.row_config()),
+            config::COMPACTION_ROW => {
+                serde_json::to_value(settings.compaction.plugin_config()).ok()
+            }
             _ => None,
         };
         if let Some(config) = derived {

@@ -19,7 +19,7 @@ use super::reader::{At, Doc, Entries};
 use super::settings::Provider;
 use super::source::{Location, Source, Sourced};
 use super::tree::Node;
-use serde_json::{json, Value};
+use dsh_compaction::CompactionConfig;
 use std::path::Path;
 
 /// The keys `[compaction]` accepts.
@@ -100,27 +100,28 @@ impl Default for CompactionSettings {
 }
 
 impl CompactionSettings {
-    /// The compaction plugin's row config (camelCase, every key present, `null` for unset).
-    pub fn row_config(&self) -> Value {
+    /// The compaction plugin's row config, in the plugin's own type (so the derived row
+    /// cannot drift from what the plugin reads).
+    pub fn plugin_config(&self) -> CompactionConfig {
         let (retain_ratio, retain_tokens) = match self.retain.value {
-            Retention::Ratio(ratio) => (json!(ratio), Value::Null),
-            Retention::Tokens(tokens) => (Value::Null, json!(tokens)),
+            Retention::Ratio(ratio) => (Some(ratio), None),
+            Retention::Tokens(tokens) => (None, Some(tokens)),
         };
         let (provider, model) = match &self.summarizer.value {
-            Some(route) => (json!(route.provider), json!(route.model)),
-            None => (Value::Null, Value::Null),
+            Some(route) => (Some(route.provider.clone()), Some(route.model.clone())),
+            None => (None, None),
         };
-        json!({
-            "auto": self.auto.value,
-            "thresholdRatio": self.threshold_ratio.value,
-            "retainRatio": retain_ratio,
-            "retainTokens": retain_tokens,
-            "maxTokens": self.max_tokens.value,
-            "retries": self.retries.value,
-            "overflowRetries": self.overflow_retries.value,
-            "provider": provider,
-            "model": model,
-        })
+        CompactionConfig {
+            auto: self.auto.value,
+            threshold_ratio: self.threshold_ratio.value,
+            retain_ratio,
+            retain_tokens,
+            max_tokens: self.max_tokens.value,
+            retries: self.retries.value,
+            overflow_retries: self.overflow_retries.value,
+            provider,
+            model,
+        }
     }
 }
 

@@ -7,11 +7,20 @@ use serde_json::json;
 fn defaults_give_the_original_policy() {
     let settings = load_with("", &[], &Overrides::default()).unwrap();
     assert_eq!(settings.compaction, CompactionSettings::default());
+    let config = settings.compaction.plugin_config();
     assert_eq!(
-        settings.compaction.row_config(),
-        json!({"auto": true, "thresholdRatio": 0.8, "retainRatio": 0.16, "retainTokens": null,
-               "maxTokens": 8192, "retries": 1, "overflowRetries": 1,
-               "provider": null, "model": null})
+        serde_json::to_value(&config).unwrap(),
+        json!({"auto": true, "thresholdRatio": 0.8, "retainRatio": 0.16,
+               "maxTokens": 8192, "retries": 1, "overflowRetries": 1})
+    );
+    config.validate().unwrap();
+    // The same policy as the plugin's own defaults.
+    assert_eq!(
+        config,
+        dsh_compaction::CompactionConfig {
+            retain_ratio: Some(dsh_compaction::config::DEFAULT_RETAIN_RATIO),
+            ..dsh_compaction::CompactionConfig::default()
+        }
     );
 }
 
@@ -43,12 +52,14 @@ fn file_values_are_sourced_and_mapped_to_the_row_config() {
             file(8)
         )
     );
+    let config = c.plugin_config();
     assert_eq!(
-        c.row_config(),
-        json!({"auto": false, "thresholdRatio": 0.9, "retainRatio": null, "retainTokens": 4000,
+        serde_json::to_value(&config).unwrap(),
+        json!({"auto": false, "thresholdRatio": 0.9, "retainTokens": 4000,
                "maxTokens": 2048, "retries": 0, "overflowRetries": 2,
                "provider": "openai-compatible", "model": "small"})
     );
+    config.validate().unwrap();
 }
 
 #[test]
