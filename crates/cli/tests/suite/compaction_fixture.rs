@@ -1,0 +1,227 @@
+//! The original's compacted session (`dsh-0.1.0-compaction`, 22 checkpoints in one turn) through
+//! the real binary: listed, verified, shown, forked and resumed, and the resumed request holds
+//! the last `<compacted-summary>` checkpoint and the retained tail, not the shadowed results.
+
+use super::run_support::*;
+use dsh_testkit::checks::assert_log_ok;
+use dsh_testkit::mock_llm::{RecordedRequest, Reply, RuleMatch, Script};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const ID: &str = "session-e46909af-dd21-4b3e-8ef2-2136027e5aa0";
+/// Events in the fixture's log.
+const EVENTS: usize = 398;
+/// The last checkpoint (`user/message` replacing `332..=368`'s span) and its `turn/end`.
+const LAST_CHECKPOINT: u64 = 384;
+const TURN_END: u64 = 397;
+
+fn fixture_sessions() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/dsh-0.1.0-compaction/sessions")
+}
+
+fn sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    copy_dir(&fixture_sessions(), &sandbox.sessions_root());
+    sandbox
+}
+
+/// The `read` result paths a request body mentions, by note number.
+fn notes_in(body: &str) -> Vec<u32> {
+    (0..24)
+        .filter(|n| body.contains(&format!("<path>/home/user/project/note{n}.txt</path>")))
+        .collect()
+}
+
+/// The text of the checkpoint message the original wrote last, as the wire joins it.
+fn last_checkpoint_text(sandbox: &Sandbox) -> String {
+    let events = sandbox.events(ID);
+    let checkpoint = events[LAST_CHECKPOINT as usize].data.to_value();
+    checkpoint["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| block["text"].as_str().unwrap())
+        .collect()
+}
+
+/// The user-message text of a recorded chat request, joined per message.
+fn user_texts(request: &RecordedRequest) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+/// The assertion this fixture exists for: the request is the model's view after the last
+/// checkpoint (one summary, then the tail with notes 21-23), whatever else it holds.
+fn assert_compacted_view(sandbox: &Sandbox, request: &RecordedRequest, prompt: &str) {
+    let body = request.body.to_string();
+    assert_eq!(
+        body.matches("<compacted-summary>").count(),
+        1,
+        "exactly one checkpoint: {body}"
+    );
+    assert_eq!(
+        notes_in(&body),
+        [21, 22, 23],
+        "only the retained tail's results"
+    );
+    let users = user_texts(request);
+    assert_eq!(
+        users[0],
+        last_checkpoint_text(sandbox),
+        "the checkpoint comes first"
+    );
+    assert!(users[0].contains("<compacted-summary>## Primary Request and Intent\n- read notes"));
+    assert!(
+        users[1..].iter().any(|u| u == prompt),
+        "the new prompt follows: {users:?}"
+    );
+    let tools: Vec<&str> = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "call_21_0_7098ecae",
+            "call_22_0_cb7054ec",
+            "call_23_0_00ac1174"
+        ],
+        "each retained result follows its own call"
+    );
+}
+
+#[tokio::test]
+async fn the_compacted_fixture_lists_verifies_and_shows() {
+    let sandbox = sandbox();
+    let list = sandbox.dsh(&["sessions", "list", "--all"]).await;
+    assert_eq!(list.status.code(), Some(0), "{}", text(&list.stderr));
+    let listing = text(&list.stdout);
+    assert!(
+        listing.contains(ID) && listing.contains("completed"),
+        "{listing}"
+    );
+
+    let verify = sandbox.dsh(&["sessions", "verify", &ID[..16]]).await;
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stdout));
+    assert!(
+        text(&verify.stdout).starts_with(&format!("ok       {ID}  {EVENTS} events")),
+        "{}",
+        text(&verify.stdout)
+    );
+
+    let raw = sandbox.dsh(&["sessions", "show", "--json", ID]).await;
+    assert_eq!(raw.status.code(), Some(0), "{}", text(&raw.stderr));
+    let lines = json_lines(&raw);
+    assert_eq!(lines.len(), 1 + EVENTS);
+    let count = |kind: &str| lines[1..].iter().filter(|l| l["type"] == kind).count();
+    assert_eq!(
+        [
+            count("compaction/start"),
+            count("compaction/summary"),
+            count("compaction/end")
+        ],
+        [44, 22, 44]
+    );
+    // The shadowed originals stay in the raw log.
+    assert_eq!(
+        notes_in(&text(&raw.stdout)),
+        (0..24).collect::<Vec<_>>(),
+        "every read result is still in the log"
+    );
+    let last = &lines[1 + LAST_CHECKPOINT as usize];
+    assert_eq!(last["type"], "user/message");
+    assert_eq!(
+        last["surfaceOp"],
+        json!({"op": "replace", "start": 368, "end": 332})
+    );
+
+    let human = sandbox.dsh(&["sessions", "show", ID]).await;
+    assert_eq!(human.status.code(), Some(0), "{}", text(&human.stderr));
+    let shown = text(&human.stdout);
+    assert!(shown.contains("› Read all the notes one by one"), "{shown}");
+    assert!(shown.contains("• all notes read"), "{shown}");
+    assert!(shown.contains("turn 1 completed"), "{shown}");
+}
+
+#[tokio::test]
+async fn a_resumed_turn_sees_the_last_checkpoint_and_the_retained_tail() {
+    let server = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().header("x-deepseek-harness-compact", "1"),
+                Reply::text("## Current Work\n- not expected"),
+            )
+            .respond(Reply::text("Notes 21 to 23 are beta notes.")),
+    )
+    .await;
+    let sandbox = sandbox().with_server(&server);
+    let output = sandbox
+        .dsh(&["run", "--resume", &ID[..14], "Which notes did you keep?"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(session_of(&output), ID);
+    assert_eq!(text(&output.stdout), "Notes 21 to 23 are beta notes.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one turn request, no summarisation");
+    assert_compacted_view(&sandbox, &requests[0], "Which notes did you keep?");
+
+    let events = sandbox.events(ID);
+    assert_log_ok(&events);
+    assert_eq!(
+        turn_ends(&events),
+        [json!({"kind": "completed"}), json!({"kind": "completed"})]
+    );
+    assert_eq!(events[EVENTS].type_name(), "session/end-seed");
+    let verify = sandbox.dsh(&["sessions", "verify", ID]).await;
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stdout));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_fork_after_the_compactions_resumes_with_the_compacted_history() {
+    let sandbox = sandbox();
+    // Inside the turn (here: at a compaction's start) a fork would
+    // cut the turn in half, and is refused without writing anything.
+    let inside = sandbox.dsh(&["sessions", "fork", ID, "--at", "41"]).await;
+    assert_eq!(inside.status.code(), Some(1));
+    assert!(
+        text(&inside.stderr).contains("cannot fork"),
+        "{}",
+        text(&inside.stderr)
+    );
+
+    let fork = sandbox
+        .dsh(&["sessions", "fork", ID, "--at", &TURN_END.to_string()])
+        .await;
+    assert_eq!(fork.status.code(), Some(0), "{}", text(&fork.stderr));
+    let child = text(&fork.stdout).trim().to_owned();
+    assert_ne!(child, ID);
+    let events = sandbox.events(&child);
+    assert_log_ok(&events);
+    assert_eq!(events.len(), EVENTS + 1);
+    assert_eq!(events[EVENTS].type_name(), "session/end-seed");
+
+    let server = serve(Script::new().respond(Reply::text("From the fork."))).await;
+    let sandbox = sandbox.with_server(&server);
+    let output = sandbox
+        .dsh(&["run", "--resume", &child, "Continue from the fork"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_compacted_view(&sandbox, &server.requests()[0], "Continue from the fork");
+    // The parent is untouched.
+    assert_eq!(sandbox.events(ID).len(), EVENTS);
+    server.shutdown().await;
+}
