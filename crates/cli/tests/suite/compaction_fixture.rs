@@ -154,6 +154,16 @@ async fn the_compacted_fixture_lists_verifies_and_shows() {
     assert!(shown.contains("› Read all the notes one by one"), "{shown}");
     assert!(shown.contains("• all notes read"), "{shown}");
     assert!(shown.contains("turn 1 completed"), "{shown}");
+    // The meter's reading after the last step (anchored on the provider's 9,824-token
+    // usage plus the answer), against the 10,000-token window the original recorded.
+    let tail: Vec<&str> = shown.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        [
+            "compactions: 22 landed, 22 failed",
+            "context: ~9827 tokens of 10000 (98%) for deepseek-official/deepseek-v4-flash, calibrated to provider usage",
+        ]
+    );
 }
 
 #[tokio::test]
