@@ -1,5 +1,6 @@
 //! `dsh sessions list|show|verify|repair|fork|export`: the stored sessions, read straight
-//! from the store (no runtime is booted, no model is contacted).
+//! from the store (no runtime is booted, no model is contacted). `dsh sessions compact` is
+//! the exception: it boots one to call the model ([`super::compact`]).
 //!
 //! Ids may be given as unique prefixes (with or without the `session-` prefix). Listing
 //! reads the index only; `show`, `verify` and `export` read one log each.
@@ -68,6 +69,8 @@ pub(super) fn sessions(
             Ok(exit::SUCCESS)
         }
         SessionsCommand::Export { id, output } => export(&store, id, output.as_deref(), out),
+        // Boots a runtime (it calls a model), unlike the store-only commands.
+        SessionsCommand::Compact { id } => super::compact::compact(global, id, env, out),
     }
 }
 

@@ -235,3 +235,117 @@ async fn a_fork_after_the_compactions_resumes_with_the_compacted_history() {
     assert_eq!(sandbox.events(ID).len(), EVENTS);
     server.shutdown().await;
 }
+
+fn summary_rule() -> RuleMatch {
+    RuleMatch::any().header("x-deepseek-harness-compact", "1")
+}
+
+#[tokio::test]
+async fn sessions_compact_summarises_a_stored_session_once_and_then_declines() {
+    let server = serve(
+        Script::new()
+            .rule(
+                summary_rule(),
+                Reply::text("## Current Work\n- all 24 notes read"),
+            )
+            .respond(Reply::text("Nothing left but the summary.")),
+    )
+    .await;
+    let sandbox = sandbox().with_server(&server);
+    let compact = sandbox.dsh(&["sessions", "compact", &ID[..12]]).await;
+    assert_eq!(compact.status.code(), Some(0), "{}", text(&compact.stderr));
+    assert_eq!(
+        text(&compact.stdout),
+        "Compacted 8 history items (~1869 tokens).\n"
+    );
+    assert_eq!(
+        text(&compact.stderr),
+        "compacted: 8 messages (~1869 tokens) → summary (~105 tokens)\n"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one summarisation call");
+    assert_eq!(requests[0].header("x-deepseek-harness-compact"), Some("1"));
+    let events = sandbox.events(ID);
+    assert_log_ok(&events);
+    let tail: Vec<&str> = events[EVENTS..].iter().map(|e| e.type_name()).collect();
+    assert_eq!(
+        tail,
+        [
+            "session/end-seed",
+            "compaction/start",
+            "compaction/summary",
+            "user/message",
+            "compaction/end"
+        ]
+    );
+    assert_eq!(events[EVENTS + 1].data.to_value()["turn"], Value::Null);
+    let verify = sandbox.dsh(&["sessions", "verify", ID]).await;
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stdout));
+
+    // The surface is now the new checkpoint and the last answer: nothing worth a call.
+    let again = sandbox.dsh(&["sessions", "compact", ID]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), "No compactable history yet.\n");
+    assert_eq!(server.requests().len(), 1);
+    let after: Vec<String> = sandbox.events(ID)[EVENTS + 5..]
+        .iter()
+        .map(|e| e.type_name().to_owned())
+        .collect();
+    assert_eq!(
+        after,
+        ["session/end-seed"],
+        "nothing but the resume's marker"
+    );
+
+    // The next turn sees only the newest checkpoint.
+    let output = sandbox.dsh(&["run", "--resume", ID, "Go on"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let body = server.requests()[1].body.to_string();
+    assert_eq!(body.matches("<compacted-summary>").count(), 1, "{body}");
+    assert!(body.contains("- all 24 notes read"), "{body}");
+    assert!(notes_in(&body).is_empty(), "{body}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_manual_compaction_exits_1_and_leaves_the_history_as_it_was() {
+    let server = serve(Script::new().rule(
+        summary_rule(),
+        Reply::error(400, "invalid request: bad thing"),
+    ))
+    .await;
+    let sandbox = sandbox().with_server(&server);
+    let compact = sandbox.dsh(&["sessions", "compact", ID]).await;
+    assert_eq!(compact.status.code(), Some(1), "{}", text(&compact.stderr));
+    assert_eq!(
+        text(&compact.stdout),
+        "Compaction could not produce a useful summary. The conversation is unchanged; the attempt is recorded in the session log.\n"
+    );
+    let stderr = text(&compact.stderr);
+    assert!(
+        stderr.contains("dsh: compaction failed (summary): "),
+        "{stderr}"
+    );
+    let events = sandbox.events(ID);
+    assert_log_ok(&events);
+    let tail: Vec<&str> = events[EVENTS..].iter().map(|e| e.type_name()).collect();
+    assert_eq!(
+        tail,
+        ["session/end-seed", "compaction/start", "compaction/end"]
+    );
+    assert!(events.last().unwrap().data.to_value()["error"].is_string());
+    // The model still sees the original's last checkpoint and tail.
+    let server2 = serve(Script::new().respond(Reply::text("ok"))).await;
+    let sandbox = sandbox.with_server(&server2);
+    let output = sandbox
+        .dsh(&["run", "--resume", ID, "Which notes did you keep?"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_compacted_view(
+        &sandbox,
+        &server2.requests()[0],
+        "Which notes did you keep?",
+    );
+    server.shutdown().await;
+    server2.shutdown().await;
+}
