@@ -1,4 +1,5 @@
 mod binary;
+mod compaction_e2e;
 mod compaction_fixture;
 mod crash;
 mod extension_points;
