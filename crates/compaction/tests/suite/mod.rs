@@ -1,5 +1,6 @@
 mod common;
 mod events;
+mod invariant;
 mod manual;
 mod meter;
 mod overflow;
