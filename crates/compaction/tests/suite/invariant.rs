@@ -3,9 +3,7 @@
 use super::common::{session, turn_start};
 use super::rig::register;
 use dsh_compaction::checkpoint::checkpoint_message;
-use dsh_compaction::{
-    durable_lock, CompactionEnd, CompactionStart, CompactionSummary, SeqRange,
-};
+use dsh_compaction::{durable_lock, CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
 use dsh_protocol::ContentBlock;
 use dsh_session::*;
 use serde_json::json;
@@ -52,7 +50,9 @@ fn summary(id: &str, seqs: Vec<u64>) -> CompactionSummary {
 fn refused<T>(result: Result<T, SessionError>) -> String {
     match result {
         Ok(_) => panic!("the event was accepted"),
-        Err(SessionError::InvariantViolation { companion, reason, .. }) => {
+        Err(SessionError::InvariantViolation {
+            companion, reason, ..
+        }) => {
             assert_eq!(companion, "compaction");
             reason
         }
@@ -78,7 +78,10 @@ fn the_bracket_rules_refuse_what_breaks_them_and_leave_the_log_unchanged() {
         refused(s.append_typed(&start("a", None))),
         "a standalone compaction (turn null) while turn 1 is open"
     );
-    let m = s.append(user("m1"), AppendOptions::surface_append()).unwrap().seq;
+    let m = s
+        .append(user("m1"), AppendOptions::surface_append())
+        .unwrap()
+        .seq;
     s.append_typed(&start("a", Some(1))).unwrap();
     assert_eq!(
         refused(s.append_typed(&start("b", Some(1)))),
@@ -86,7 +89,10 @@ fn the_bracket_rules_refuse_what_breaks_them_and_leave_the_log_unchanged() {
     );
     assert_eq!(
         refused(s.append(
-            EventData::TurnEnd(TurnEnd { turn: 1, reason: TurnEndReason::Completed }),
+            EventData::TurnEnd(TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Completed
+            }),
             AppendOptions::log_only()
         )),
         "turn/end inside the open compaction \"a\""
@@ -136,7 +142,10 @@ fn the_bracket_rules_refuse_what_breaks_them_and_leave_the_log_unchanged() {
     s.append_typed(&start("c", Some(1))).unwrap();
     s.append_typed(&end("c", Some(1), Some("boom"))).unwrap();
     s.append(
-        EventData::TurnEnd(TurnEnd { turn: 1, reason: TurnEndReason::Completed }),
+        EventData::TurnEnd(TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::Completed,
+        }),
         AppendOptions::log_only(),
     )
     .unwrap();
@@ -147,7 +156,10 @@ fn a_stored_summary_with_a_bad_range_is_refused_on_seed_replay() {
     register();
     let s = session("inv-seed-bad");
     s.append(turn_start(1), AppendOptions::log_only()).unwrap();
-    let m = s.append(user("m1"), AppendOptions::surface_append()).unwrap().seq;
+    let m = s
+        .append(user("m1"), AppendOptions::surface_append())
+        .unwrap()
+        .seq;
     s.append_typed(&start("a", Some(1))).unwrap();
     let mut events = s.events().to_vec();
     // Written by another writer: a range that is not the first and last seqs. The payload's
@@ -162,8 +174,12 @@ fn a_stored_summary_with_a_bad_range_is_refused_on_seed_replay() {
         surface_op: None,
         source_event_seqs: None,
     }));
-    let err = Session::with_seed(SessionHeader::new("inv-seed-bad-2".into(), 1), events, SeedSource::Import)
-        .unwrap_err();
+    let err = Session::with_seed(
+        SessionHeader::new("inv-seed-bad-2".into(), 1),
+        events,
+        SeedSource::Import,
+    )
+    .unwrap_err();
     assert_eq!(err.root().code(), "INVARIANT_VIOLATION", "{err}");
 }
 
@@ -175,7 +191,8 @@ fn an_orphan_start_is_exempt_on_replay_and_stale_after_the_end_seed() {
     register();
     let s = session("inv-orphan");
     s.append(turn_start(1), AppendOptions::log_only()).unwrap();
-    s.append(user("m1"), AppendOptions::surface_append()).unwrap();
+    s.append(user("m1"), AppendOptions::surface_append())
+        .unwrap();
     s.append_typed(&start("a", Some(1))).unwrap();
     assert!(durable_lock(&s.events()).is_some());
     let mut events = s.events().to_vec();
@@ -186,8 +203,14 @@ fn an_orphan_start_is_exempt_on_replay_and_stale_after_the_end_seed() {
         SeedSource::Persistence,
     )
     .unwrap();
-    assert_eq!(durable_lock(&resumed.events()), None, "stale after the end-seed");
-    resumed.append(turn_start(2), AppendOptions::log_only()).unwrap();
+    assert_eq!(
+        durable_lock(&resumed.events()),
+        None,
+        "stale after the end-seed"
+    );
+    resumed
+        .append(turn_start(2), AppendOptions::log_only())
+        .unwrap();
     resumed.append_typed(&start("b", Some(2))).unwrap();
     resumed.append_typed(&end("b", Some(2), Some("x"))).unwrap();
 }
@@ -210,7 +233,9 @@ fn the_original_compaction_fixture_loads_and_derives_the_last_checkpoint() {
     let session = Session::with_seed(header, events, SeedSource::Persistence).unwrap();
     let messages = session.derive_messages();
     let first = &messages[0];
-    assert!(dsh_compaction::select::is_compact_checkpoint_source(&first.source));
+    assert!(dsh_compaction::select::is_compact_checkpoint_source(
+        &first.source
+    ));
     assert_eq!(durable_lock(&session.events()), None);
 }
 

@@ -28,7 +28,12 @@ fn tail_from(agent: &Arc<dyn Agent>, len: u64) -> Vec<String> {
 #[tokio::test]
 async fn compact_now_on_an_idle_agent_compacts_without_a_turn() {
     let (h, engine) = rig(
-        vec![answer("ok1"), answer("ok2"), summary_response(), answer("ok3")],
+        vec![
+            answer("ok1"),
+            answer("ok2"),
+            summary_response(),
+            answer("ok3"),
+        ],
         Value::Null,
     );
     let agent = two_turns(&h).await;
@@ -138,17 +143,28 @@ async fn summarizer_faults_close_the_bracket_and_leave_the_session_usable() {
     let not_smaller: ScriptEntry = text_response(&big("long", 2000)).into();
     let faults: Vec<(ScriptEntry, &str, &str)> = vec![
         (error_finish("SERVER").into(), "summary", "SERVER"),
-        (text_response("   ").into(), "summary", "no text summary content"),
+        (
+            text_response("   ").into(),
+            "summary",
+            "no text summary content",
+        ),
         (reasoning_only, "summary", "no text summary content"),
         (
             max_tokens_response("## Primary", &[]).into(),
             "summary",
             "truncated at the token cap",
         ),
-        (not_smaller, "summary", "summary is not smaller than the shadowed content"),
+        (
+            not_smaller,
+            "summary",
+            "summary is not smaller than the shadowed content",
+        ),
     ];
     for (fault, code, says) in faults {
-        let (h, engine) = rig(vec![answer("ok1"), answer("ok2"), fault, answer("ok3")], Value::Null);
+        let (h, engine) = rig(
+            vec![answer("ok1"), answer("ok2"), fault, answer("ok3")],
+            Value::Null,
+        );
         let agent = two_turns(&h).await;
         let surface = agent.session().surface();
         let len = agent.session().len();
@@ -158,13 +174,19 @@ async fn summarizer_faults_close_the_bracket_and_leave_the_session_usable() {
             .unwrap_err();
         assert_eq!(error.code(), code, "{error}");
         assert!(error.to_string().contains(says), "{error}");
-        assert!(error.user_message().starts_with("Compaction could not produce a useful summary."));
+        assert!(error
+            .user_message()
+            .starts_with("Compaction could not produce a useful summary."));
         let tail = agent.session().events_from(len);
         assert_eq!(shape(&tail)[0], "compaction/start");
         assert_eq!(tail.len(), 2, "start and end only");
         let end = tail[1].decode::<CompactionEnd>().unwrap().unwrap();
         assert!(end.error.as_deref().unwrap().contains(says), "{end:?}");
-        assert_eq!(agent.session().surface(), surface, "the surface is untouched");
+        assert_eq!(
+            agent.session().surface(),
+            surface,
+            "the surface is untouched"
+        );
         turn(&agent, "three").await;
         assert_eq!(request_words(&h, 3), ["one", "ok1", "two", "ok2", "three"]);
         h.finish().await;
@@ -174,7 +196,12 @@ async fn summarizer_faults_close_the_bracket_and_leave_the_session_usable() {
 #[tokio::test]
 async fn a_cancelled_summary_closes_the_bracket_and_reports_cancelled() {
     let (h, engine) = rig(
-        vec![answer("ok1"), answer("ok2"), ScriptEntry::Hang, answer("ok3")],
+        vec![
+            answer("ok1"),
+            answer("ok2"),
+            ScriptEntry::Hang,
+            answer("ok3"),
+        ],
         Value::Null,
     );
     let agent = two_turns(&h).await;
@@ -187,12 +214,18 @@ async fn a_cancelled_summary_closes_the_bracket_and_reports_cancelled() {
     h.adapter().wait_for_hang(1).await;
     signal.abort(AgentCancelCause::User);
     let error = task.await.unwrap().unwrap_err();
-    assert!(matches!(error, ManualCompactionError::Cancelled), "{error:?}");
+    assert!(
+        matches!(error, ManualCompactionError::Cancelled),
+        "{error:?}"
+    );
     assert_eq!(error.user_message(), "Compaction cancelled.");
     let tail = agent.session().events_from(len);
     assert_eq!(
         shape(&tail),
-        ["compaction/start", "compaction/end error: compaction cancelled"]
+        [
+            "compaction/start",
+            "compaction/end error: compaction cancelled"
+        ]
     );
     turn(&agent, "three").await;
     h.finish().await;
@@ -232,4 +265,44 @@ async fn usage_of_the_summary_call_is_recorded() {
 #[allow(dead_code)]
 fn _engine_is_a_service(engine: &CompactionEngine) -> &CompactionEngine {
     engine
+}
+
+/// A live unmatched start holds the durable lock: a compaction is refused with `busy` and
+/// nothing is logged; once it is closed, compaction proceeds.
+#[tokio::test]
+async fn a_live_unmatched_start_holds_the_lock() {
+    let (h, engine) = rig(
+        vec![answer("ok1"), answer("ok2"), summary_response()],
+        Value::Null,
+    );
+    let agent = two_turns(&h).await;
+    let session = agent.session();
+    session
+        .append_typed(&CompactionStart {
+            compaction_id: "other".into(),
+            source_command_id: None,
+            turn: None,
+        })
+        .unwrap();
+    let len = session.len();
+    let error = engine
+        .compact_now(&agent, AbortSignal::new(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "busy");
+    assert_eq!(session.len(), len);
+    session
+        .append_typed(&CompactionEnd {
+            compaction_id: "other".into(),
+            source_command_id: None,
+            turn: None,
+            error: Some("abandoned".into()),
+        })
+        .unwrap();
+    assert!(engine
+        .compact_now(&agent, AbortSignal::new(), None)
+        .await
+        .unwrap()
+        .is_some());
+    h.finish().await;
 }

@@ -31,7 +31,12 @@ fn turn_end(session: &dsh_session::Session) -> TurnEndReason {
 #[tokio::test]
 async fn overflow_compacts_retries_the_same_step_and_completes() {
     let (h, _engine) = rig(
-        vec![answer("ok1"), overflow(), summary_response(), answer("done")],
+        vec![
+            answer("ok1"),
+            overflow(),
+            summary_response(),
+            answer("done"),
+        ],
         Value::Null,
     );
     let agent = h.create_agent_named("s1").await.agent().clone();
@@ -106,11 +111,16 @@ async fn overflow_twice_ends_the_turn_with_a_typed_error_that_says_what_to_do() 
 
 #[tokio::test]
 async fn a_non_overflow_error_never_compacts_and_zero_retries_turn_recovery_off() {
-    let (h, _engine) = rig(vec![answer("ok1"), error_finish("SERVER").into()], Value::Null);
+    let (h, _engine) = rig(
+        vec![answer("ok1"), error_finish("SERVER").into()],
+        Value::Null,
+    );
     let agent = h.create_agent_named("s1").await.agent().clone();
     turn(&agent, &big("one", 600)).await;
     turn(&agent, "two").await;
-    assert!(matches!(turn_end(agent.session()), TurnEndReason::Error { error } if error.code == "SERVER"));
+    assert!(
+        matches!(turn_end(agent.session()), TurnEndReason::Error { error } if error.code == "SERVER")
+    );
     assert_eq!(h.adapter().calls(), 2);
     h.finish().await;
 
@@ -124,7 +134,10 @@ async fn a_non_overflow_error_never_compacts_and_zero_retries_turn_recovery_off(
     let TurnEndReason::Error { error } = turn_end(agent.session()) else {
         panic!("error expected");
     };
-    assert_eq!(error.message, "This model's maximum context length is 4000 tokens");
+    assert_eq!(
+        error.message,
+        "This model's maximum context length is 4000 tokens"
+    );
     assert!(!agent
         .session()
         .events()
