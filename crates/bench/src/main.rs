@@ -16,6 +16,7 @@ mod session_list;
 mod session_resume;
 mod stats;
 mod store_append;
+mod token_meter;
 mod tool_loop;
 mod workload;
 
@@ -77,6 +78,11 @@ const BENCHES: &[Bench] = &[
         name: "agents-1000",
         about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
         run: agents_many::run,
+    },
+    Bench {
+        name: "token-meter",
+        about: "token meter per event, pressure check per step at 10k/100k/1M tokens (budget: <= 20 us/step)",
+        run: token_meter::run,
     },
     Bench {
         name: "sandbox-spawn",
