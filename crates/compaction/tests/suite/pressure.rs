@@ -414,3 +414,62 @@ async fn compact_region_validates_the_span_and_needs_an_open_turn() {
     assert_eq!(request_words(&h, 3), ["This", "two", "ok2", "three"]);
     h.finish().await;
 }
+
+/// Automatic attempts need the whole surface unchanged while the summary is written: a node
+/// appended meanwhile fails the attempt (`end{error}`, surface as it was plus the new node),
+/// and the turn continues. A manual attempt only needs its span unchanged.
+#[tokio::test]
+async fn a_surface_change_during_the_summary_fails_an_automatic_attempt_only() {
+    use dsh_testkit::scripted::ScriptEntry;
+    use std::sync::Mutex;
+    let target: Arc<Mutex<Option<dsh_session::Session>>> = Arc::default();
+    let meddle = |target: Arc<Mutex<Option<dsh_session::Session>>>| {
+        ScriptEntry::respond(move |_| {
+            if let Some(session) = target.lock().unwrap().as_ref() {
+                session
+                    .append(
+                        EventData::UserMessage(Arc::new(dsh_testkit::harness::msg("meddler"))),
+                        dsh_session::AppendOptions::surface_append(),
+                    )
+                    .unwrap();
+            }
+            dsh_testkit::scripted::text_response(SUMMARY)
+        })
+    };
+    let script = vec![
+        answer("ok1"),
+        answer("ok2"),
+        answer("ok3"),
+        answer("ok4"),
+        meddle(Arc::clone(&target)),
+        answer("done"),
+    ];
+    let (h, engine) = rig(script, Value::Null);
+    let agent = four_big_turns(&h).await;
+    *target.lock().unwrap() = Some(agent.session().clone());
+    turn(&agent, "five").await;
+    let events = agent.session().events();
+    let end = events
+        .iter()
+        .find_map(|e| e.decode::<CompactionEnd>())
+        .unwrap()
+        .unwrap();
+    assert!(
+        end.error
+            .as_deref()
+            .unwrap()
+            .contains("the surface changed"),
+        "{end:?}"
+    );
+    assert!(!events.iter().any(|e| e.is::<CompactionSummary>()));
+    assert_eq!(request_words(&h, 5)[0], "one", "nothing was shadowed");
+    // Manual: the same meddling lands outside the selected span, and the attempt succeeds.
+    h.adapter().push(meddle(Arc::clone(&target)));
+    let result = engine
+        .compact_now(&agent, dsh_agent::AbortSignal::new(), None)
+        .await
+        .unwrap();
+    assert!(result.is_some());
+    *target.lock().unwrap() = None;
+    h.finish().await;
+}
