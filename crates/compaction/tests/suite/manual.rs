@@ -306,3 +306,36 @@ async fn a_live_unmatched_start_holds_the_lock() {
         .is_some());
     h.finish().await;
 }
+
+/// Spec §2.9.3: after a restart, an orphan start from before the new `session/end-seed` does
+/// not block: the resumed session compacts.
+#[tokio::test]
+async fn an_orphan_start_from_a_crashed_process_does_not_block_after_resume() {
+    let (h, engine) = rig(
+        vec![answer("ok1"), answer("ok2"), summary_response()],
+        Value::Null,
+    );
+    let store = h.mount_memory_source();
+    let agent = two_turns(&h).await;
+    agent
+        .session()
+        .append_typed(&CompactionStart {
+            compaction_id: "crashed".into(),
+            source_command_id: None,
+            turn: None,
+        })
+        .unwrap();
+    assert!(engine.is_busy(agent.session()));
+    store.save_session(agent.session());
+    h.handle().dispose().await;
+    let mut options = dsh_agent::ResumeAgentOptions::new("s1".into());
+    options.agent_options = dsh_testkit::harness::agent_options();
+    let resumed = h.resume_agent(options).await.unwrap().agent().clone();
+    assert!(!engine.is_busy(resumed.session()));
+    let result = engine
+        .compact_now(&resumed, AbortSignal::new(), None)
+        .await
+        .unwrap();
+    assert!(result.is_some());
+    h.finish().await;
+}
