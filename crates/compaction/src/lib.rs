@@ -45,7 +45,7 @@ pub mod select;
 pub mod service;
 pub mod summarizer;
 
-pub use checkpoint::{checkpoint_message, checkpoint_source, frame_summary, CHECKPOINT_PREAMBLE};
+pub use checkpoint::CHECKPOINT_PREAMBLE;
 pub use config::{CompactionConfig, CompactionConfigError, Pressure};
 pub use engine::{CompactionEngine, CompactionResult, Trigger};
 pub use error::{CompactionError, MeterError};

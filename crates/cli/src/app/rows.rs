@@ -40,7 +40,8 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
-/// every log of this process is checked with (the compaction bracket rules); idempotent.
+/// (the compaction bracket rules) to every session; idempotent. Companions sit here for the
+/// same reason as the types: verify and resume must apply them with nothing mounted.
 pub fn register_event_types() -> Result<(), SessionError> {
     EVENT_TYPES
         .iter()

@@ -63,8 +63,9 @@ pub fn default_composition() -> Composition {
             null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
             null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
             null(LLM_RETRY_ROW, dsh_agent_loop::RetryPlugin::NAME),
-            // After the retry row: its request-error listener sees a failure first and passes
-            // a context overflow on to compaction's recovery.
+            // Early, so its pre-step listener relieves pressure before later rows' pre-step
+            // listeners decide on the step; after the retry row, whose request-error listener
+            // sees a failure first and passes on the context overflows it does not retry.
             null(COMPACTION_ROW, dsh_compaction::CompactionPlugin::NAME),
             Row::new(
                 SYSTEM_PROMPT_ROW,
