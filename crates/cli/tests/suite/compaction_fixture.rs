@@ -349,3 +349,79 @@ async fn a_failed_manual_compaction_exits_1_and_leaves_the_history_as_it_was() {
     server.shutdown().await;
     server2.shutdown().await;
 }
+
+/// A manual compaction between turns owns no turn, so a fork may cut inside its bracket:
+/// the child gets the history as it was before the checkpoint (and an open bracket that its
+/// own end-seed makes stale), while a fork after the bracket gets the new checkpoint.
+#[tokio::test]
+async fn forks_inside_and_after_a_manual_compaction_see_the_history_of_that_point() {
+    let server = serve(
+        Script::new()
+            .rule(
+                summary_rule(),
+                Reply::text("## Current Work\n- all 24 notes read"),
+            )
+            .respond(Reply::text("inside"))
+            .respond(Reply::text("after")),
+    )
+    .await;
+    let sandbox = sandbox().with_server(&server);
+    let compact = sandbox.dsh(&["sessions", "compact", ID]).await;
+    assert_eq!(compact.status.code(), Some(0), "{}", text(&compact.stderr));
+    let events = sandbox.events(ID);
+    let start = events[EVENTS + 1].seq;
+    let end = events[EVENTS + 4].seq;
+    assert_eq!(
+        (
+            events[EVENTS + 1].type_name(),
+            events[EVENTS + 4].type_name()
+        ),
+        ("compaction/start", "compaction/end")
+    );
+
+    let fork_at = |seq: u64| {
+        let sandbox = &sandbox;
+        async move {
+            let fork = sandbox
+                .dsh(&["sessions", "fork", ID, "--at", &seq.to_string()])
+                .await;
+            assert_eq!(fork.status.code(), Some(0), "{}", text(&fork.stderr));
+            text(&fork.stdout).trim().to_owned()
+        }
+    };
+    let inside = fork_at(start).await;
+    let after = fork_at(end).await;
+    let summaries = server.requests().len();
+
+    let run = sandbox
+        .dsh(&["run", "--resume", &inside, "Which notes did you keep?"])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        summaries + 1,
+        "the stale bracket costs no call"
+    );
+    assert_compacted_view(&sandbox, &requests[summaries], "Which notes did you keep?");
+    let child = sandbox.events(&inside);
+    assert_log_ok(&child);
+
+    let run = sandbox.dsh(&["run", "--resume", &after, "Go on"]).await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let body = server.requests()[summaries + 1].body.to_string();
+    assert_eq!(body.matches("<compacted-summary>").count(), 1, "{body}");
+    assert!(body.contains("- all 24 notes read"), "{body}");
+    assert!(notes_in(&body).is_empty(), "{body}");
+    assert_log_ok(&sandbox.events(&after));
+
+    // The child forked inside the bracket is not locked by it.
+    let again = sandbox.dsh(&["sessions", "compact", &inside]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).starts_with("Compacted "),
+        "{}",
+        text(&again.stdout)
+    );
+    server.shutdown().await;
+}
