@@ -7,6 +7,7 @@
 mod adapter_ingest;
 mod agent_step;
 mod agents_many;
+mod compaction;
 mod core_stack;
 mod counting;
 mod derive_messages;
@@ -83,6 +84,11 @@ const BENCHES: &[Bench] = &[
         name: "token-meter",
         about: "token meter per event, pressure check per step at 10k/100k/1M tokens (budget: <= 20 us/step)",
         run: token_meter::run,
+    },
+    Bench {
+        name: "compaction",
+        about: "a compaction's harness overhead (<= 5 ms) and resume of a compacted session (<= 150 ms), 100k events",
+        run: compaction::run,
     },
     Bench {
         name: "sandbox-spawn",

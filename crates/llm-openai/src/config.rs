@@ -3,7 +3,7 @@
 //! Secrets are never configuration values: a route names the environment variable holding
 //! its key, and the key is looked up through an injectable [`EnvLookup`] for each request.
 
-use dsh_llm::{Modality, ModelInfo, ReasoningInfo, ResolvedRetryPolicy};
+use dsh_llm::{ContextWindowSource, Modality, ModelInfo, ReasoningInfo, ResolvedRetryPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,6 +21,17 @@ pub const DEFAULT_MAX_SSE_LINE_BYTES: u64 = 16 * 1024 * 1024;
 /// tokens) streamed one token per event, at about 300 bytes of JSON per event, is under
 /// 80 MB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// The context window assumed for an OpenAI-compatible model nothing describes: 128k tokens,
+/// reported as [`ContextWindowSource::Guessed`].
+///
+/// Compaction starts at a share of this figure, so a guess that is too large lets a session
+/// run into the server's real limit (one context-overflow recovery, then a failed turn),
+/// while one that is too small only compacts earlier than needed. 128k is the window of most
+/// current hosted and open-weight chat models (and at least twice the 32k default output
+/// cap), so it is rarely too large for a hosted model; a local server started with a smaller
+/// context needs `context_window` in its model entry, which the TUI's "(guess)" points at.
+pub const DEFAULT_GUESSED_CONTEXT_WINDOW: u64 = 131_072;
 
 /// Where environment variables come from. Injected so tests (and embedders with their own
 /// credential stores) never depend on the process environment.
@@ -126,6 +137,10 @@ pub struct ModelEntry {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// What `context_window` is. Unset means [`ContextWindowSource::Configured`]: someone
+    /// wrote the figure down for this deployment. Built-in catalogue entries say `known`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_source: Option<ContextWindowSource>,
     /// Output cap (used as the default and as the upper bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
@@ -143,6 +158,7 @@ impl ModelEntry {
         Self {
             id: id.into(),
             context_window: None,
+            context_window_source: None,
             max_tokens: None,
             reasoning_efforts: None,
             default_effort: None,
@@ -156,6 +172,10 @@ impl ModelEntry {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelDefaults {
     pub context_window: u64,
+    /// What the default window is: `known` when the provider publishes one window for all
+    /// its models, `guessed` (the default) when it is a conservative stand-in.
+    #[serde(default = "guessed")]
+    pub context_window_source: ContextWindowSource,
     pub max_tokens: u64,
     /// Empty means the models have no reasoning controls.
     #[serde(default)]
@@ -164,6 +184,10 @@ pub struct ModelDefaults {
     pub default_effort: Option<String>,
     #[serde(default = "text_only")]
     pub input: Vec<Modality>,
+}
+
+fn guessed() -> ContextWindowSource {
+    ContextWindowSource::Guessed
 }
 
 fn text_only() -> Vec<Modality> {
@@ -217,12 +241,15 @@ impl ModelCatalog {
                 default_effort,
             })
         };
+        let (context_window, context_window_source) = match entry
+            .and_then(|e| e.context_window.map(|w| (w, e.context_window_source)))
+        {
+            Some((window, source)) => (window, source.unwrap_or(ContextWindowSource::Configured)),
+            None => (defaults.context_window, defaults.context_window_source),
+        };
         Some(ModelInfo {
-            context_window: Some(
-                entry
-                    .and_then(|e| e.context_window)
-                    .unwrap_or(defaults.context_window),
-            ),
+            context_window: Some(context_window),
+            context_window_source: Some(context_window_source),
             default_max_tokens: Some(max_tokens),
             max_output_tokens: Some(max_tokens),
             reasoning,
@@ -337,6 +364,7 @@ impl RouteConfig {
                 accept_unlisted: true,
                 defaults: ModelDefaults {
                     context_window: 1_000_000,
+                    context_window_source: ContextWindowSource::Known,
                     max_tokens: 256_000,
                     reasoning_efforts: ["off", "low", "high", "max"].map(String::from).to_vec(),
                     default_effort: Some("high".into()),
@@ -368,7 +396,8 @@ impl RouteConfig {
                 models: Vec::new(),
                 accept_unlisted: true,
                 defaults: ModelDefaults {
-                    context_window: 262_144,
+                    context_window: DEFAULT_GUESSED_CONTEXT_WINDOW,
+                    context_window_source: ContextWindowSource::Guessed,
                     max_tokens: 32_768,
                     reasoning_efforts: Vec::new(),
                     default_effort: None,
@@ -502,7 +531,7 @@ mod tests {
         let flash = route.resolve_model("deepseek-v4-flash").unwrap();
         assert_eq!(
             serde_json::to_value(&flash).unwrap(),
-            json!({"contextWindow":1000000,"defaultMaxTokens":256000,"maxOutputTokens":256000,
+            json!({"contextWindow":1000000,"contextWindowSource":"known","defaultMaxTokens":256000,"maxOutputTokens":256000,
                 "reasoning":{"efforts":["off","low","high","max"],"defaultEffort":"high"},
                 "inputModalities":["text"]})
         );
@@ -523,11 +552,58 @@ mod tests {
     }
 
     #[test]
+    fn a_window_is_known_configured_or_guessed() {
+        let mut catalog = RouteConfig::openai_compatible().catalog;
+        catalog.models = vec![
+            ModelEntry {
+                context_window: Some(32_768),
+                ..ModelEntry::new("qwen3-coder")
+            },
+            ModelEntry {
+                context_window: Some(200_000),
+                context_window_source: Some(ContextWindowSource::Known),
+                ..ModelEntry::new("listed")
+            },
+            ModelEntry {
+                max_tokens: Some(1024),
+                ..ModelEntry::new("no-window")
+            },
+        ];
+        let window = |model: &str| {
+            let info = catalog.resolve(model, false).unwrap();
+            (info.context_window, info.context_window_source)
+        };
+        assert_eq!(
+            window("qwen3-coder"),
+            (Some(32_768), Some(ContextWindowSource::Configured))
+        );
+        assert_eq!(
+            window("listed"),
+            (Some(200_000), Some(ContextWindowSource::Known))
+        );
+        for unknown in ["no-window", "unlisted"] {
+            assert_eq!(
+                window(unknown),
+                (
+                    Some(DEFAULT_GUESSED_CONTEXT_WINDOW),
+                    Some(ContextWindowSource::Guessed)
+                )
+            );
+        }
+        // A hand-written defaults block that does not say otherwise is a guess.
+        let defaults: ModelDefaults =
+            serde_json::from_value(json!({"contextWindow": 4096, "maxTokens": 512})).unwrap();
+        assert_eq!(defaults.context_window_source, ContextWindowSource::Guessed);
+    }
+
+    #[test]
     fn open_catalog_accepts_any_model_and_closed_one_refuses() {
         let route = RouteConfig::openai_compatible();
         let info = route.resolve_model("llama-3-70b").unwrap();
         assert_eq!(info.default_max_tokens, Some(32_768));
         assert_eq!(info.reasoning, None);
+        assert_eq!(info.context_window, Some(DEFAULT_GUESSED_CONTEXT_WINDOW));
+        assert!(info.context_window_guessed());
         let mut closed = route.catalog.clone();
         closed.accept_unlisted = false;
         assert_eq!(closed.resolve("llama-3-70b", false), None);

@@ -25,11 +25,11 @@ pub mod status;
 pub mod translate;
 pub mod wire;
 
-pub use adapter::{register_routes, OpenAiAdapter, INVALID_CONFIG, USER_AGENT};
+pub use adapter::{register_routes, OpenAiAdapter, COMPACT_HEADER, INVALID_CONFIG, USER_AGENT};
 pub use config::{
     check_base_url, Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry,
     OpenAiConfig, ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-    OPENAI_COMPATIBLE_ROUTE,
+    DEFAULT_GUESSED_CONTEXT_WINDOW, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES,
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS, OPENAI_COMPATIBLE_ROUTE,
 };
 pub use plugin::{EnvSource, OpenAiPlugin};

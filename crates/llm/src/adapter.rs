@@ -20,8 +20,25 @@ pub struct LlmRequest {
     pub system: Option<String>,
     pub tools: Option<Vec<ToolSchema>>,
     pub session_id: Option<SessionId>,
+    /// Why the request is made. Not part of the model input: an adapter may tell its provider
+    /// (DeepSeek's route sends `x-deepseek-harness-compact: 1` for a compaction).
+    pub purpose: RequestPurpose,
     /// Cancelled when the caller gives up; adapters stop and drop their connection.
     pub cancel: CancellationToken,
+}
+
+dsh_protocol::word_enum! {
+    /// What a model request is for.
+    #[derive(Default)]
+    pub enum RequestPurpose {
+        /// A step of an agent turn (the loop's requests).
+        #[default]
+        Step = "step",
+        /// A session title.
+        Title = "title",
+        /// A compaction summary of earlier history.
+        Compaction = "compaction",
+    }
 }
 
 impl LlmRequest {
@@ -33,6 +50,7 @@ impl LlmRequest {
             system: None,
             tools: None,
             session_id: None,
+            purpose: RequestPurpose::Step,
             cancel: CancellationToken::new(),
         }
     }
@@ -43,6 +61,19 @@ dsh_protocol::word_enum! {
     pub enum Modality {
         Text = "text",
         Image = "image",
+    }
+}
+
+dsh_protocol::word_enum! {
+    /// Where a model's context window figure comes from, so a surface can say how far to
+    /// trust it (the TUI marks a guessed window).
+    pub enum ContextWindowSource {
+        /// Published for this model (a built-in catalogue entry or provider default).
+        Known = "known",
+        /// Written in the settings for this deployment.
+        Configured = "configured",
+        /// A conservative default for a model nothing describes.
+        Guessed = "guessed",
     }
 }
 
@@ -64,6 +95,9 @@ pub struct ModelInfo {
     /// Tokens of context the model accepts, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Where `context_window` comes from; `None` when the window is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_source: Option<ContextWindowSource>,
     /// Output cap used when a request sets none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_max_tokens: Option<u64>,
@@ -80,6 +114,7 @@ impl Default for ModelInfo {
     fn default() -> Self {
         Self {
             context_window: None,
+            context_window_source: None,
             default_max_tokens: None,
             max_output_tokens: None,
             reasoning: None,
@@ -89,6 +124,12 @@ impl Default for ModelInfo {
 }
 
 impl ModelInfo {
+    /// Whether the context window is a default guess rather than a known or configured
+    /// figure.
+    pub fn context_window_guessed(&self) -> bool {
+        self.context_window_source == Some(ContextWindowSource::Guessed)
+    }
+
     /// Whether the model accepts image input.
     pub fn accepts_images(&self) -> bool {
         self.input_modalities.contains(&Modality::Image)

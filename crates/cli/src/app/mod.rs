@@ -27,8 +27,8 @@ pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, openai_config, persistence_config, plugin_table,
-    register_event_types, sessions_root, EVENT_TYPES,
+    canonical_workspace, check_credentials, model_info, openai_config, persistence_config,
+    plugin_table, register_event_types, sessions_root, EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -228,7 +228,7 @@ impl Runtime {
             .into_iter()
             .collect();
         let model_accepts_images = settings.active_provider().is_some_and(|provider| {
-            provider.models.value.iter().any(|m| {
+            provider.models.iter().map(|m| &m.value).any(|m| {
                 m.id == settings.model.model.value
                     && m.input
                         .as_ref()

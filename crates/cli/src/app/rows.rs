@@ -22,6 +22,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_llm::LlmPlugin>()
         .with::<dsh_llm_openai::OpenAiPlugin>()
         .with::<dsh_agent_loop::RetryPlugin>()
+        .with::<dsh_compaction::CompactionPlugin>()
         .with::<dsh_prompt::SystemPromptPlugin>()
         .with::<dsh_tools::ToolsPlugin>()
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
@@ -33,13 +34,19 @@ pub fn plugin_table() -> PluginTable {
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
 /// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
 /// type is what lets a stored log holding it load, whichever plugins end up mounted.
-pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
+    dsh_tools_builtin::approval::EVENT_TYPES,
+    dsh_compaction::EVENT_TYPES,
+];
 
-/// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
+/// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
+/// (the compaction bracket rules) to every session; idempotent. Companions sit here for the
+/// same reason as the types: verify and resume must apply them with nothing mounted.
 pub fn register_event_types() -> Result<(), SessionError> {
     EVENT_TYPES
         .iter()
-        .try_for_each(|batch| dsh_session::register_event_types(batch))
+        .try_for_each(|batch| dsh_session::register_event_types(batch))?;
+    dsh_compaction::invariant::register()
 }
 
 /// Where session logs live: `$DSH_HOME/sessions`.
@@ -70,6 +77,9 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
             .ok(),
             config::TOOLS_BUILTIN_ROW => serde_json::to_value(builtin_tools_config(settings)).ok(),
             config::APPROVAL_ROW => serde_json::to_value(approval_config(settings)).ok(),
+            config::COMPACTION_ROW => {
+                serde_json::to_value(settings.compaction.plugin_config()).ok()
+            }
             _ => None,
         };
         if let Some(config) = derived {
@@ -124,6 +134,13 @@ pub fn openai_config(settings: &Settings) -> OpenAiConfig {
     }
 }
 
+/// What the adapter will know about `model` on route `route` (its context window and where
+/// that figure comes from, output caps, reasoning, input kinds); `None` for an unknown route
+/// or a model the route refuses.
+pub fn model_info(settings: &Settings, route: &str, model: &str) -> Option<dsh_llm::ModelInfo> {
+    route_config(settings.provider(route)?).resolve_model(model)
+}
+
 fn route_config(provider: &Provider) -> RouteConfig {
     let base = if provider.route == DEEPSEEK_ROUTE {
         RouteConfig::deepseek()
@@ -144,7 +161,7 @@ fn route_config(provider: &Provider) -> RouteConfig {
             .map(|(name, value)| (name.clone(), value.value.expose().to_owned()))
             .collect(),
         catalog: ModelCatalog {
-            models: provider.models.value.clone(),
+            models: provider.models.iter().map(|m| m.value.clone()).collect(),
             accept_unlisted: true,
             defaults: base.catalog.defaults.clone(),
         },

@@ -204,6 +204,36 @@ fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
     );
 }
 
+#[test]
+fn the_compaction_row_is_derived_from_the_compaction_section() {
+    // A null-config row gets the section's config; a patched config is left as written.
+    let derived = home(
+        Some("[compaction]\nretain_tokens = 3000\nretries = 2\n"),
+        &[],
+    );
+    let composition = boot_composition(&settings_of(&derived, &Overrides::default()));
+    assert_eq!(
+        row(&composition, config::COMPACTION_ROW),
+        &json!({"auto": true, "thresholdRatio": 0.8, "retainTokens": 3000,
+                "maxTokens": 8192, "retries": 2, "overflowRetries": 1})
+    );
+    let config: dsh_compaction::CompactionConfig =
+        serde_json::from_value(row(&composition, config::COMPACTION_ROW).clone()).unwrap();
+    config.validate().unwrap();
+    let patched = home(
+        Some(
+            "[compaction]\nretries = 2\n\
+             [[plugins]]\nid = \"compaction\"\nconfig = { auto = false }\n",
+        ),
+        &[],
+    );
+    let composition = boot_composition(&settings_of(&patched, &Overrides::default()));
+    assert_eq!(
+        row(&composition, config::COMPACTION_ROW),
+        &json!({"auto": false})
+    );
+}
+
 #[tokio::test]
 async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
     let home = home(None, &[("DEEPSEEK_API_KEY", "sk-test")]);
@@ -406,15 +436,21 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "approval/decided",
             "approval/policy",
             "sandbox/mode",
-            "permission/preset"
+            "permission/preset",
+            "compaction/start",
+            "compaction/summary",
+            "compaction/end",
+            "compaction/prune",
         ]
     );
     for name in declared {
         let registered = dsh_session::declared_event_type(name).unwrap();
-        assert!(
-            registered.rust_name().starts_with("dsh_tools_builtin::"),
-            "{name}"
-        );
+        let owner = if name.starts_with("compaction/") {
+            "dsh_compaction::"
+        } else {
+            "dsh_tools_builtin::"
+        };
+        assert!(registered.rust_name().starts_with(owner), "{name}");
     }
 }
 

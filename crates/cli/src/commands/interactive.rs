@@ -205,13 +205,9 @@ impl AppDriver {
         events: Vec<Arc<dsh_session::SessionEvent>>,
     ) -> OpenedSession {
         let model = self.model();
-        let context_window = self.runtime.settings().active_provider().and_then(|p| {
-            p.models
-                .value
-                .iter()
-                .find(|m| m.id == model.model)
-                .and_then(|m| m.context_window)
-        });
+        let context_window =
+            crate::app::model_info(self.runtime.settings(), &model.provider, &model.model)
+                .and_then(|info| info.context_window);
         OpenedSession {
             id,
             how,
@@ -447,7 +443,7 @@ impl AgentDriver for AppDriver {
         };
         let catalog = settings
             .provider(&provider)
-            .map(|p| p.models.value.iter().map(|m| m.id.clone()).collect())
+            .map(|p| p.models.iter().map(|m| m.value.id.clone()).collect())
             .unwrap_or_default();
         CurrentModel {
             provider,
@@ -462,7 +458,7 @@ impl AgentDriver for AppDriver {
             .runtime
             .settings()
             .provider(&provider)
-            .is_some_and(|p| p.models.value.iter().any(|m| m.id == model));
+            .is_some_and(|p| p.models.iter().any(|m| m.value.id == model));
         self.selection.set(Some(ModelSelection {
             provider: provider.clone(),
             model: model.to_owned(),

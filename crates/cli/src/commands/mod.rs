@@ -11,6 +11,7 @@
 //! - `dsh sessions ...`: list, show, verify, repair, fork and export stored sessions.
 //! - `dsh config show`: the effective settings and where each value came from.
 
+mod compact;
 mod config;
 mod interactive;
 mod repair;
@@ -224,6 +225,12 @@ pub enum SessionsCommand {
         /// The last event to keep (must not cut a turn in half)
         #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
+    },
+    /// Summarise a stored session's older history into one checkpoint now (like `/compact`);
+    /// exits 1 when the attempt fails
+    Compact {
+        /// Session id or unique prefix
+        id: String,
     },
     /// Write a session as one portable JSON Lines file (header, then every event)
     Export {

@@ -1,7 +1,10 @@
 //! What `dsh run` prints while a session runs, folded from its session events.
 //!
 //! - Human mode: the answer goes to stdout; one line per tool call, failed tool result,
-//!   retry and approval goes to stderr.
+//!   retry, approval and compaction goes to stderr. A compaction that lands reads
+//!   `compacted: N messages (~T tokens) → summary (~S tokens)` (N shadowed history items of
+//!   T estimated tokens replaced by a checkpoint of S); one that fails says why and that the
+//!   turn goes on.
 //!   - stdout on a terminal: text deltas are shown as they arrive. When an attempt that
 //!     showed text fails (a stream reset, say), a marker line says the text above it is
 //!     discarded; a retry's answer follows.
@@ -21,8 +24,9 @@
 use super::write_check::{CheckedWrite, WriteFailure};
 use crate::sanitize::{for_terminal, TerminalSanitizer};
 use crate::tui::args_summary;
+use dsh_compaction::{CompactionEnd, CompactionSummary};
 use dsh_protocol::{ContentBlock, FinishReason, StreamChunk, TokenUsage};
-use dsh_session::{EventData, SessionEvent, TurnEndCancelCause, TurnEndReason};
+use dsh_session::{EventData, SessionEvent, SurfaceOp, TurnEndCancelCause, TurnEndReason};
 use dsh_tools_builtin::approval::{ApprovalAsked, ApprovalDecided};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -58,6 +62,9 @@ struct State {
     /// The reason of the latest `turn/end` seen.
     last_end: Option<TurnEndReason>,
     usage: TokenUsage,
+    /// The latest `compaction/summary` (shadowed items, their tokens), until its checkpoint
+    /// message lands.
+    compaction: Option<(usize, u64)>,
 }
 
 /// Sums token counts; optional counts stay absent until some message reports them.
@@ -124,6 +131,7 @@ impl RunOutput {
                 at_line_start: true,
                 last_end: None,
                 usage: TokenUsage::default(),
+                compaction: None,
             }),
         }
     }
@@ -306,7 +314,18 @@ impl State {
     }
 
     fn human(&mut self, event: &SessionEvent) {
+        let pending = self.compaction.take();
         match &event.data {
+            EventData::UserMessage(message)
+                if matches!(event.surface_op, Some(SurfaceOp::Replace { .. })) =>
+            {
+                if let Some((messages, tokens)) = pending {
+                    let summary = dsh_compaction::estimate_message(message);
+                    self.note(&format!(
+                        "compacted: {messages} messages (~{tokens} tokens) → summary (~{summary} tokens)"
+                    ));
+                }
+            }
             EventData::AssistantChunk(chunk) => self.chunk(&chunk.chunk),
             EventData::AssistantMessage(message) => {
                 if !self.out_terminal {
@@ -347,6 +366,16 @@ impl State {
                     ));
                 } else if let Some(Ok(decided)) = event.decode::<ApprovalDecided>() {
                     self.note(&format!("approval: {}", decided.decision.as_str()));
+                } else if let Some(Ok(summary)) = event.decode::<CompactionSummary>() {
+                    self.compaction =
+                        Some((summary.shadowed_seqs.len(), summary.shadowed_token_count));
+                } else if let Some(Ok(end)) = event.decode::<CompactionEnd>() {
+                    if let Some(error) = &end.error {
+                        self.note(&format!(
+                            "compaction failed: {}; the conversation is unchanged",
+                            first_line(error)
+                        ));
+                    }
                 }
             }
             _ => {}

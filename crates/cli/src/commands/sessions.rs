@@ -1,5 +1,6 @@
 //! `dsh sessions list|show|verify|repair|fork|export`: the stored sessions, read straight
-//! from the store (no runtime is booted, no model is contacted).
+//! from the store (no runtime is booted, no model is contacted). `dsh sessions compact` is
+//! the exception: it boots one to call the model ([`super::compact`]).
 //!
 //! Ids may be given as unique prefixes (with or without the `session-` prefix). Listing
 //! reads the index only; `show`, `verify` and `export` read one log each.
@@ -68,6 +69,8 @@ pub(super) fn sessions(
             Ok(exit::SUCCESS)
         }
         SessionsCommand::Export { id, output } => export(&store, id, output.as_deref(), out),
+        // Boots a runtime (it calls a model), unlike the store-only commands.
+        SessionsCommand::Compact { id } => super::compact::compact(global, id, env, out),
     }
 }
 
@@ -178,6 +181,11 @@ fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::
         let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
         writeln!(out, "{}", text.trim_end())?;
     }
+    writeln!(out)?;
+    writeln!(out, "{}", context_line(&stored.events))?;
+    if let Some(line) = compactions_line(&stored.events) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(tail) = &stored.torn_tail {
         writeln!(
             out,
@@ -186,6 +194,66 @@ fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::
         )?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// What the next request of the session would cost, by the token meter (calibrated to the
+/// provider's last reported usage when the request would be the same), against the context
+/// window the log last recorded.
+pub(crate) fn context_line(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> String {
+    let measured = match dsh_compaction::TokenMeter::from_events(events) {
+        Ok(meter) => meter.measure(),
+        Err(error) => return format!("context: not measurable ({error})"),
+    };
+    let basis = match measured.baseline {
+        dsh_compaction::Baseline::Usage { .. } => "calibrated to provider usage",
+        _ => "estimated",
+    };
+    let target = events.iter().rev().find_map(|event| match &event.data {
+        dsh_session::EventData::RequestContext(context) => Some(context),
+        _ => None,
+    });
+    let tokens = measured.total_tokens;
+    match target {
+        Some(context) => match context.context_window.filter(|w| *w > 0) {
+            Some(window) => format!(
+                "context: ~{tokens} tokens of {window} ({}%) for {}/{}, {basis}",
+                tokens.saturating_mul(100) / window,
+                context.provider,
+                context.model
+            ),
+            None => format!(
+                "context: ~{tokens} tokens for {}/{} (window unknown), {basis}",
+                context.provider, context.model
+            ),
+        },
+        None => format!("context: ~{tokens} tokens (no request yet), {basis}"),
+    }
+}
+
+/// How many compactions landed and failed (and, after a crash, were left open), or `None`
+/// for a session that never compacted.
+fn compactions_line(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> Option<String> {
+    let (mut started, mut landed, mut failed) = (0u64, 0u64, 0u64);
+    for event in events {
+        if event.decode::<dsh_compaction::CompactionStart>().is_some() {
+            started += 1;
+        } else if let Some(Ok(end)) = event.decode::<dsh_compaction::CompactionEnd>() {
+            if end.error.is_some() {
+                failed += 1;
+            } else {
+                landed += 1;
+            }
+        }
+    }
+    if started == 0 {
+        return None;
+    }
+    let open = started.saturating_sub(landed + failed);
+    let mut line = format!("compactions: {landed} landed, {failed} failed");
+    if open > 0 {
+        line.push_str(&format!(", {open} interrupted"));
+    }
+    Some(line)
 }
 
 fn terminal_width() -> u16 {

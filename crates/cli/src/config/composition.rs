@@ -33,6 +33,9 @@ pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
 pub const AGENT_LOOP_ROW: &str = "agent-loop";
 
+/// Row id of the compaction engine (token meter, automatic and manual compaction, pruner).
+pub const COMPACTION_ROW: &str = "compaction";
+
 /// Rows whose configuration is computed from the settings when dsh boots, as long as the
 /// row's config is left `null`. A `[[plugins]]` patch that sets a config replaces the computed
 /// one wholesale.
@@ -41,13 +44,15 @@ pub const DERIVED_ROWS: &[&str] = &[
     LLM_OPENAI_ROW,
     TOOLS_BUILTIN_ROW,
     APPROVAL_ROW,
+    COMPACTION_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
 ///
 /// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
 /// is built from the settings at boot (routes from `[providers]`, the store root from
-/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`).
+/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction policy from
+/// `[compaction]`).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {
@@ -58,6 +63,10 @@ pub fn default_composition() -> Composition {
             null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
             null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
             null(LLM_RETRY_ROW, dsh_agent_loop::RetryPlugin::NAME),
+            // Early, so its pre-step listener relieves pressure before later rows' pre-step
+            // listeners decide on the step; after the retry row, whose request-error listener
+            // sees a failure first and passes on the context overflows it does not retry.
+            null(COMPACTION_ROW, dsh_compaction::CompactionPlugin::NAME),
             Row::new(
                 SYSTEM_PROMPT_ROW,
                 dsh_prompt::SystemPromptPlugin::NAME,

@@ -27,6 +27,7 @@ pub(crate) struct FileLayer {
     pub tools: Vec<(String, At<bool>)>,
     pub web_fetch_allow_private: Option<At<bool>>,
     pub plugins: Vec<PluginPatch>,
+    pub compaction: super::compaction::CompactionLayer,
 }
 
 /// One `[providers.<route>]` table.
@@ -62,6 +63,7 @@ const TOP: &[&str] = &[
     "sandbox",
     "tools",
     "plugins",
+    "compaction",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -124,6 +126,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
                 }
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
+            "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
             "plugins" => {
                 let items = doc.array("plugins", node)?;
                 for (index, item) in items.iter().enumerate() {

@@ -16,6 +16,8 @@
 //! api_key_env = "LOCAL_API_KEY"         # the variable's name, never the key
 //! compat = { max_tokens_field = "max_completion_tokens" }
 //! models = [{ id = "qwen3-coder", context_window = 131072, input = ["text"] }]
+//!                                       # (an entry for a built-in model, such as
+//!                                       # deepseek-v4-flash, changes only what it names)
 //! max_sse_line_bytes = 16777216          # longest stream line or event (default 16 MiB)
 //! max_response_bytes = 134217728         # most bytes of one response (default 128 MiB)
 //!
@@ -34,6 +36,10 @@
 //! enabled = true
 //! allow_private = false
 //!
+//! [compaction]                          # long sessions (docs/compaction.md)
+//! threshold_ratio = 0.8                 # summarise older history at 80% of the window
+//! retain_ratio = 0.16                   # keep the newest 16% verbatim (or retain_tokens)
+//!
 //! [[plugins]]                           # patch a composition row by id
 //! id = "tools"
 //! config = { }
@@ -48,6 +54,7 @@
 //! `dsh_protocol::words::Word`s, which is how the reader, the env layer and the flags list
 //! the valid words in their errors.
 
+mod compaction;
 mod composition;
 mod env;
 mod error;
@@ -58,10 +65,14 @@ mod show;
 mod source;
 mod tree;
 
+pub use compaction::{
+    CompactionSettings, Retention, SummarizerRoute, DEFAULT_RETAIN_RATIO,
+    DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_THRESHOLD_RATIO,
+};
 pub use composition::{
-    default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, DERIVED_ROWS,
-    LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW, SYSTEM_PROMPT_ROW,
-    TOOLS_BUILTIN_ROW, TOOLS_ROW,
+    default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, COMPACTION_ROW,
+    DERIVED_ROWS, LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW,
+    SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
 };
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};

@@ -135,6 +135,38 @@ impl Doc<'_> {
         }
     }
 
+    /// A whole number, zero included.
+    pub fn whole(&self, key: &str, node: &Node) -> Result<At<u64>, ConfigError> {
+        match &node.value {
+            Value::Integer(n) if *n >= 0 => Ok(At {
+                value: n.unsigned_abs(),
+                line: self.line(&node.span),
+            }),
+            other => Err(self.invalid(&node.span, key, "a whole number (0 or more)", found(other))),
+        }
+    }
+
+    /// A fraction in (0, 1]: a float, or the integer 1.
+    pub fn ratio(&self, key: &str, node: &Node) -> Result<At<f64>, ConfigError> {
+        let value = match &node.value {
+            Value::Float(x) => Some(*x),
+            Value::Integer(1) => Some(1.0),
+            _ => None,
+        };
+        match value {
+            Some(x) if x > 0.0 && x <= 1.0 => Ok(At {
+                value: x,
+                line: self.line(&node.span),
+            }),
+            _ => Err(self.invalid(
+                &node.span,
+                key,
+                "a number greater than 0 and at most 1",
+                found(&node.value),
+            )),
+        }
+    }
+
     /// One of a closed word set; a wrong value is answered with the list of valid words.
     pub fn word<T: Word>(&self, key: &str, node: &Node) -> Result<At<T>, ConfigError> {
         let wrong = || self.invalid(&node.span, key, &words::expected::<T>(), found(&node.value));

@@ -1,6 +1,7 @@
 //! The effective settings: built-in defaults, then the settings file, then environment
 //! variables, then command-line flags, each value remembering which layer set it.
 
+use super::compaction::CompactionSettings;
 use super::composition::{default_composition, patch_composition};
 use super::env::Env;
 use super::error::{closest, ConfigError};
@@ -8,7 +9,7 @@ use super::file::{check_url, FileLayer, ProviderLayer, KNOWN_TOOLS, URL_EXPECTED
 use super::reader::At;
 use super::source::{Location, Source, Sourced};
 use dsh_kernel::Composition;
-use dsh_llm::Modality;
+use dsh_llm::{ContextWindowSource, Modality};
 use dsh_llm_openai::{MaxTokensField, ModelEntry, ReasoningReplay};
 use dsh_protocol::words;
 use dsh_tools_builtin::approval::{ApprovalPolicy, ApprovalRule};
@@ -57,6 +58,7 @@ pub struct Settings {
     pub approval: ApprovalSettings,
     pub sandbox: SandboxSettings,
     pub tools: ToolSettings,
+    pub compaction: CompactionSettings,
     /// The plugin rows to mount, after the file's `[[plugins]]` patches.
     pub composition: Composition,
     /// Which layer last touched each row, by row id.
@@ -67,6 +69,15 @@ impl Settings {
     /// The route named `name`.
     pub fn provider(&self, name: &str) -> Option<&Provider> {
         self.providers.iter().find(|p| p.route == name)
+    }
+
+    /// The catalogue entry for `model` on route `route`.
+    pub fn model_entry(&self, route: &str, model: &str) -> Option<&ModelEntry> {
+        self.provider(route)?
+            .models
+            .iter()
+            .map(|m| &m.value)
+            .find(|m| m.id == model)
     }
 
     /// The route requests go to by default.
@@ -93,7 +104,11 @@ pub struct Provider {
     pub api_key_env: Sourced<Option<String>>,
     /// Whether that variable is set. The value itself is never read into settings.
     pub api_key: ApiKeyStatus,
-    pub models: Sourced<Vec<ModelEntry>>,
+    /// The route's model catalogue, each entry with the layer that last changed it: the
+    /// built-in entries, then the file's entries merged over them by id (a file entry
+    /// changes only the fields it sets, so `{ id = "deepseek-v4-flash", context_window =
+    /// 16000 }` keeps that model's other facts and the rest of the catalogue).
+    pub models: Vec<Sourced<ModelEntry>>,
     /// Extra request headers; values may be credentials and are hidden when shown.
     pub headers: BTreeMap<String, Sourced<HeaderValue>>,
     pub compat: CompatSettings,
@@ -202,6 +217,7 @@ impl ToolSettings {
 fn deepseek_models() -> Vec<ModelEntry> {
     let entry = |id: &str, input: &[Modality]| ModelEntry {
         context_window: Some(1_000_000),
+        context_window_source: Some(ContextWindowSource::Known),
         max_tokens: Some(256_000),
         reasoning_efforts: Some(["off", "low", "high", "max"].map(String::from).to_vec()),
         default_effort: Some("high".into()),
@@ -223,7 +239,10 @@ fn builtin_provider(route: &str) -> Option<Provider> {
         DEEPSEEK_ROUTE => Some(Provider {
             base_url: Sourced::default_value("https://api.deepseek.com".into()),
             api_key_env: Sourced::default_value(Some("DEEPSEEK_API_KEY".into())),
-            models: Sourced::default_value(deepseek_models()),
+            models: deepseek_models()
+                .into_iter()
+                .map(Sourced::default_value)
+                .collect(),
             compat: CompatSettings {
                 max_tokens_field: Sourced::default_value(MaxTokensField::MaxTokens),
                 send_thinking: Sourced::default_value(true),
@@ -245,7 +264,7 @@ fn openai_style(route: &str) -> Provider {
         base_url: Sourced::default_value("https://api.openai.com/v1".into()),
         api_key_env: Sourced::default_value(Some("OPENAI_API_KEY".into())),
         api_key: ApiKeyStatus::NotUsed,
-        models: Sourced::default_value(Vec::new()),
+        models: Vec::new(),
         headers: BTreeMap::new(),
         compat: CompatSettings {
             max_tokens_field: Sourced::default_value(MaxTokensField::MaxTokens),
@@ -428,6 +447,8 @@ pub(crate) fn resolve(
         allow_private = Sourced::new(v.value, line(v.line));
     }
 
+    let compaction = super::compaction::resolve(&file.compaction, &providers, &settings_path)?;
+
     let mut composition = default_composition();
     let mut row_sources: BTreeMap<String, Source> = composition
         .rows
@@ -460,6 +481,7 @@ pub(crate) fn resolve(
             enabled,
             web_fetch_allow_private: allow_private,
         },
+        compaction,
         composition,
         row_sources,
     })
@@ -505,8 +527,9 @@ fn apply_provider_layer(
         provider.api_key_env = Sourced::new(Some(var.value.clone()), line(var.line));
     }
     if let Some(models) = &layer.models {
-        let list = models.value.iter().map(|m| m.value.clone()).collect();
-        provider.models = Sourced::new(list, line(models.line));
+        for entry in &models.value {
+            merge_model(&mut provider.models, entry);
+        }
     }
     for (name, value) in &layer.headers {
         provider.headers.insert(
@@ -522,6 +545,47 @@ fn apply_provider_layer(
     set_at(&mut limits.max_sse_line_bytes, &layer.max_sse_line_bytes);
     set_at(&mut limits.max_response_bytes, &layer.max_response_bytes);
     Ok(())
+}
+
+/// Puts a file's model entry into a catalogue: over the entry with the same id (only the
+/// fields it sets), else at the end.
+fn merge_model(models: &mut Vec<Sourced<ModelEntry>>, entry: &At<ModelEntry>) {
+    let source = Source::File { line: entry.line };
+    let new = &entry.value;
+    let Some(slot) = models.iter_mut().find(|m| m.value.id == new.id) else {
+        models.push(Sourced::new(new.clone(), source));
+        return;
+    };
+    let old = &mut slot.value;
+    if new.context_window.is_some() {
+        old.context_window = new.context_window;
+        old.context_window_source = new.context_window_source;
+    }
+    if new.max_tokens.is_some() {
+        old.max_tokens = new.max_tokens;
+    }
+    if new.reasoning_efforts.is_some() {
+        old.reasoning_efforts.clone_from(&new.reasoning_efforts);
+        // An effort list without a default of its own keeps the old default only if it is
+        // still listed.
+        if new.default_effort.is_none() {
+            let listed = |effort: &String| {
+                new.reasoning_efforts
+                    .as_ref()
+                    .is_some_and(|efforts| efforts.contains(effort))
+            };
+            if !old.default_effort.as_ref().is_some_and(listed) {
+                old.default_effort = None;
+            }
+        }
+    }
+    if new.default_effort.is_some() {
+        old.default_effort.clone_from(&new.default_effort);
+    }
+    if new.input.is_some() {
+        old.input.clone_from(&new.input);
+    }
+    slot.source = source;
 }
 
 fn set_at<T: Clone>(slot: &mut Sourced<T>, value: &Option<At<T>>) {

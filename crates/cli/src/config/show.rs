@@ -3,6 +3,7 @@
 //! Nothing secret is printed: API keys appear only as set/not set, header values and
 //! secret-looking plugin config fields as `<hidden>`.
 
+use super::compaction::{CompactionSettings, Retention};
 use super::settings::{Provider, Settings};
 use super::source::Sourced;
 use dsh_llm_openai::ModelEntry;
@@ -69,6 +70,7 @@ pub fn render_text(settings: &Settings) -> String {
         ToString::to_string,
     );
     blocks.push(tools);
+    blocks.push(compaction_block(&settings.compaction));
 
     let mut plugins = Block::new(Some(
         "# composition (mount order; patch rows with [[plugins]])".into(),
@@ -115,16 +117,16 @@ fn provider_block(provider: &Provider) -> Block {
         None => "none".into(),
     });
     block.line(format!("api_key = {}", provider.api_key), None);
-    if provider.models.value.is_empty() {
+    if provider.models.is_empty() {
         block.line(
             "models = [] (any model id is accepted)".into(),
-            Some(provider.models.source.to_string()),
+            Some(super::Source::Default.to_string()),
         );
     }
-    for (i, entry) in provider.models.value.iter().enumerate() {
+    for (i, entry) in provider.models.iter().enumerate() {
         block.line(
-            format!("models[{i}] = {}", model_text(entry)),
-            Some(provider.models.source.to_string()),
+            format!("models[{i}] = {}", model_text(&entry.value)),
+            Some(entry.source.to_string()),
         );
     }
     for (name, value) in &provider.headers {
@@ -157,6 +159,94 @@ fn provider_block(provider: &Provider) -> Block {
         ToString::to_string,
     );
     block
+}
+
+fn compaction_block(compaction: &CompactionSettings) -> Block {
+    let mut block = Block::new(Some("[compaction]".into()));
+    block.sourced("auto", &compaction.auto, ToString::to_string);
+    block.sourced(
+        "threshold_ratio",
+        &compaction.threshold_ratio,
+        ToString::to_string,
+    );
+    let retain = &compaction.retain;
+    match retain.value {
+        Retention::Ratio(ratio) => block.line(
+            format!("retain_ratio = {ratio}"),
+            Some(retain.source.to_string()),
+        ),
+        Retention::Tokens(tokens) => block.line(
+            format!("retain_tokens = {tokens}"),
+            Some(retain.source.to_string()),
+        ),
+    }
+    block.sourced("max_tokens", &compaction.max_tokens, ToString::to_string);
+    block.sourced("retries", &compaction.retries, ToString::to_string);
+    block.sourced(
+        "overflow_retries",
+        &compaction.overflow_retries,
+        ToString::to_string,
+    );
+    match &compaction.summarizer.value {
+        Some(route) => {
+            let source = Some(compaction.summarizer.source.to_string());
+            block.line(format!("provider = {:?}", route.provider), source.clone());
+            block.line(format!("model = {:?}", route.model), source);
+        }
+        None => block.line(
+            "provider, model = the conversation's own".into(),
+            Some(compaction.summarizer.source.to_string()),
+        ),
+    }
+    block
+}
+
+fn compaction_json(compaction: &CompactionSettings) -> Value {
+    let sourced = |value: Value, source: &super::Source| json!({ "value": value, "source": source.to_string() });
+    let retain = &compaction.retain;
+    let (retain_key, retain_value) = match retain.value {
+        Retention::Ratio(ratio) => ("retain_ratio", json!(ratio)),
+        Retention::Tokens(tokens) => ("retain_tokens", json!(tokens)),
+    };
+    let summarizer = &compaction.summarizer;
+    let (provider, model) = match &summarizer.value {
+        Some(route) => (json!(route.provider), json!(route.model)),
+        None => (Value::Null, Value::Null),
+    };
+    let mut object = Map::new();
+    for (key, value, source) in [
+        (
+            "auto",
+            json!(compaction.auto.value),
+            &compaction.auto.source,
+        ),
+        (
+            "threshold_ratio",
+            json!(compaction.threshold_ratio.value),
+            &compaction.threshold_ratio.source,
+        ),
+        (retain_key, retain_value, &retain.source),
+        (
+            "max_tokens",
+            json!(compaction.max_tokens.value),
+            &compaction.max_tokens.source,
+        ),
+        (
+            "retries",
+            json!(compaction.retries.value),
+            &compaction.retries.source,
+        ),
+        (
+            "overflow_retries",
+            json!(compaction.overflow_retries.value),
+            &compaction.overflow_retries.source,
+        ),
+        ("provider", provider, &summarizer.source),
+        ("model", model, &summarizer.source),
+    ] {
+        object.insert(key.into(), sourced(value, source));
+    }
+    Value::Object(object)
 }
 
 fn model_text(entry: &ModelEntry) -> String {
@@ -216,7 +306,7 @@ pub fn render_json(settings: &Settings) -> Value {
                 "base_url": sourced(&p.base_url, text),
                 "api_key_env": sourced(&p.api_key_env, |v| json!(v)),
                 "api_key": api_key,
-                "models": sourced(&p.models, |models| models.iter().map(model_json).collect()),
+                "models": p.models.iter().map(|m| sourced(m, model_json)).collect::<Vec<_>>(),
                 "headers": headers,
                 "compat": {
                     "max_tokens_field": sourced(&p.compat.max_tokens_field, |v| word(v)),
@@ -278,6 +368,7 @@ pub fn render_json(settings: &Settings) -> Value {
         },
         "sandbox": { "mode": sourced(&settings.sandbox.mode, |v| word(v)) },
         "tools": tools,
+        "compaction": compaction_json(&settings.compaction),
         "composition": composition,
     })
 }

@@ -1,4 +1,6 @@
 mod binary;
+mod compaction_e2e;
+mod compaction_fixture;
 mod crash;
 mod extension_points;
 mod hardening;

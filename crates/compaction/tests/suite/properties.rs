@@ -139,12 +139,14 @@ impl Log {
                     return;
                 }
                 let upto = ends[pick % ends.len()];
-                s.append(
-                    checkpoint_message(&format!("c{}", s.len()), "summary"),
-                    AppendOptions::surface_replace(nodes[0], nodes[upto - 1])
-                        .sources(nodes[..upto].to_vec()),
-                )
-                .unwrap();
+                append_checkpoint(
+                    &s,
+                    &format!("c{}", s.len()),
+                    "summary",
+                    nodes[0],
+                    nodes[upto - 1],
+                    nodes[..upto].to_vec(),
+                );
             }
         }
     }

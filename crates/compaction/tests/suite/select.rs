@@ -160,12 +160,7 @@ fn a_stale_meter_is_refused() {
 fn compact_head(s: &Session, end: u64, id: &str, text: &str) -> u64 {
     let nodes = s.surface().nodes;
     let upto = nodes.iter().position(|&n| n == end).unwrap();
-    s.append(
-        checkpoint_message(id, text),
-        AppendOptions::surface_replace(nodes[0], end).sources(nodes[..=upto].to_vec()),
-    )
-    .unwrap()
-    .seq
+    append_checkpoint(s, id, text, nodes[0], end, nodes[..=upto].to_vec())
 }
 
 #[test]

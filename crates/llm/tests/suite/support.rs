@@ -41,6 +41,7 @@ impl ScriptedAdapter {
 pub fn reasoning_model() -> ModelInfo {
     ModelInfo {
         context_window: Some(1_000_000),
+        context_window_source: Some(dsh_llm::ContextWindowSource::Known),
         default_max_tokens: Some(256_000),
         max_output_tokens: Some(384_000),
         reasoning: Some(ReasoningInfo {

@@ -42,6 +42,11 @@
 //! }
 //! ```
 //!
+//! A rule's `match` may also require request headers (`"header": {"x-deepseek-harness-compact":
+//! "1"}`, names in any case) and message text (`"message_contains"`, `"last_message_contains"`),
+//! so one script answers summarisation requests with a summary and turn requests with tool
+//! calls; every recorded request keeps its headers.
+//!
 //! Rules are tried first and never used up. Otherwise `index_by` picks the entry: `order`
 //! (default) takes the next unused response; `assistant_turns` takes the entry whose index is
 //! the number of assistant messages in the request, so retries repeat a reply. A request

@@ -61,7 +61,7 @@ pub struct Rule {
     pub response: Reply,
 }
 
-/// Conditions on the request body; `None` fields are not checked.
+/// Conditions on the request (its body and headers); unset fields are not checked.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RuleMatch {
     /// `true`: the request has no (or an empty) `tools` list; `false`: it has tools.
@@ -73,6 +73,19 @@ pub struct RuleMatch {
     /// The request's `model` equals this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Request headers that must be present with exactly these values; names are
+    /// case-insensitive (`{"x-deepseek-harness-compact": "1"}` picks out a DeepSeek-route
+    /// compaction request, as in the fixtures' scripts).
+    #[serde(default, alias = "headers", skip_serializing_if = "BTreeMap::is_empty")]
+    pub header: BTreeMap<String, String>,
+    /// The text of some message (string content, or the `text` of its content parts)
+    /// contains this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_contains: Option<String>,
+    /// The text of the last message contains this (a summarisation request ends with its
+    /// instruction; a turn request ends with the prompt or a tool result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_message_contains: Option<String>,
     #[serde(flatten, skip_serializing)]
     unknown: BTreeMap<String, Value>,
 }
@@ -364,6 +377,24 @@ impl RuleMatch {
     /// Requires this model id.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Requires header `name` (any case) with exactly `value`.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.header.insert(name.into(), value.into());
+        self
+    }
+
+    /// Requires some message's text to contain `text`.
+    pub fn message_contains(mut self, text: impl Into<String>) -> Self {
+        self.message_contains = Some(text.into());
+        self
+    }
+
+    /// Requires the last message's text to contain `text`.
+    pub fn last_message_contains(mut self, text: impl Into<String>) -> Self {
+        self.last_message_contains = Some(text.into());
         self
     }
 }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::script::{IndexBy, Reply, RuleMatch, Script};
 
@@ -39,15 +40,21 @@ pub(crate) struct Cursor {
 }
 
 impl Cursor {
-    /// Chooses the reply for a chat request body: the first matching rule, else the indexed
-    /// response. An order-indexed request past the end still advances, so every later request
-    /// also reports exhaustion with its own index.
-    pub fn select(&mut self, script: &Script, body: &Value) -> Selection {
+    /// Chooses the reply for a chat request (its body, and its headers with lower-cased
+    /// names): the first matching rule, else the indexed response. An order-indexed request
+    /// past the end still advances, so every later request also reports exhaustion with its
+    /// own index.
+    pub fn select(
+        &mut self,
+        script: &Script,
+        body: &Value,
+        headers: &BTreeMap<String, String>,
+    ) -> Selection {
         if let Some((index, rule)) = script
             .rules
             .iter()
             .enumerate()
-            .find(|(_, rule)| rule_matches(&rule.matcher, body))
+            .find(|(_, rule)| rule_matches(&rule.matcher, body, headers))
         {
             return Selection {
                 served: Served::Rule { index },
@@ -75,7 +82,32 @@ impl Cursor {
     }
 }
 
-fn rule_matches(matcher: &RuleMatch, body: &Value) -> bool {
+fn rule_matches(matcher: &RuleMatch, body: &Value, headers: &BTreeMap<String, String>) -> bool {
+    for (name, want) in &matcher.header {
+        if headers.get(&name.to_ascii_lowercase()) != Some(want) {
+            return false;
+        }
+    }
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if let Some(needle) = &matcher.message_contains {
+        if !messages
+            .iter()
+            .any(|m| message_text(m).contains(needle.as_str()))
+        {
+            return false;
+        }
+    }
+    if let Some(needle) = &matcher.last_message_contains {
+        if !messages
+            .last()
+            .is_some_and(|m| message_text(m).contains(needle.as_str()))
+        {
+            return false;
+        }
+    }
     if let Some(want_none) = matcher.no_tools {
         let has_tools = body
             .get("tools")
@@ -100,6 +132,18 @@ fn rule_matches(matcher: &RuleMatch, body: &Value) -> bool {
         }
     }
     true
+}
+
+/// A wire message's text: its string content, or the `text` of its content parts, joined.
+fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// Number of assistant messages in the request's conversation.
@@ -133,28 +177,29 @@ mod tests {
     fn rules_need_every_condition() {
         let script = title_rule_script();
         let mut cursor = Cursor::default();
+        let none = BTreeMap::new();
         let title = json!({"max_tokens": 64, "messages": []});
         let with_tools = json!({"max_tokens": 64, "tools": [{"type": "function"}]});
         let big = json!({"max_tokens": 65});
         let unset = json!({});
         assert_eq!(
-            cursor.select(&script, &title).served,
+            cursor.select(&script, &title, &none).served,
             Served::Rule { index: 0 }
         );
         assert_eq!(
-            cursor.select(&script, &with_tools).served,
+            cursor.select(&script, &with_tools, &none).served,
             Served::Response { index: 0 }
         );
         assert_eq!(
-            cursor.select(&script, &big).served,
+            cursor.select(&script, &big, &none).served,
             Served::Response { index: 1 }
         );
         assert_eq!(
-            cursor.select(&script, &unset).served,
+            cursor.select(&script, &unset, &none).served,
             Served::Exhausted { index: 2 }
         );
         assert_eq!(
-            cursor.select(&script, &unset).served,
+            cursor.select(&script, &unset, &none).served,
             Served::Exhausted { index: 3 }
         );
     }
@@ -163,14 +208,15 @@ mod tests {
     fn empty_tool_list_counts_as_no_tools_and_model_must_match() {
         let script = Script::new().rule(RuleMatch::any().no_tools().model("m"), Reply::text("x"));
         let mut cursor = Cursor::default();
+        let none = BTreeMap::new();
         let hit = json!({"model": "m", "tools": []});
         let miss = json!({"model": "n"});
         assert_eq!(
-            cursor.select(&script, &hit).served,
+            cursor.select(&script, &hit, &none).served,
             Served::Rule { index: 0 }
         );
         assert_eq!(
-            cursor.select(&script, &miss).served,
+            cursor.select(&script, &miss, &none).served,
             Served::Exhausted { index: 0 }
         );
     }
@@ -179,6 +225,7 @@ mod tests {
     fn assistant_turns_index_repeats_for_the_same_conversation() {
         let script = title_rule_script().index_by(IndexBy::AssistantTurns);
         let mut cursor = Cursor::default();
+        let none = BTreeMap::new();
         let fresh = json!({"messages": [{"role": "user", "content": "hi"}]});
         let later = json!({"messages": [
             {"role": "user", "content": "hi"},
@@ -187,11 +234,11 @@ mod tests {
         ]});
         for _ in 0..2 {
             assert_eq!(
-                cursor.select(&script, &fresh).served,
+                cursor.select(&script, &fresh, &none).served,
                 Served::Response { index: 0 }
             );
         }
-        let selection = cursor.select(&script, &later);
+        let selection = cursor.select(&script, &later, &none);
         assert_eq!(selection.served, Served::Response { index: 1 });
         assert_eq!(selection.reply, Some(Reply::text("second")));
     }

@@ -258,6 +258,16 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
     } else {
         serde_json::from_str(&body_text).ok()
     };
+    let mut headers: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in &request.headers {
+        headers
+            .entry(name.clone())
+            .and_modify(|joined| {
+                joined.push_str(", ");
+                joined.push_str(value);
+            })
+            .or_insert_with(|| value.clone());
+    }
     let mut state = shared.state();
     let number = u64::try_from(state.requests.len()).unwrap_or(u64::MAX);
     let (served, plan, delay) = match (route, request.method.as_str()) {
@@ -275,7 +285,7 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
                 )
             }
             Some(chat) => {
-                let selection = state.cursor.select(&shared.script, chat);
+                let selection = state.cursor.select(&shared.script, chat, &headers);
                 let entry = match selection.served {
                     Served::Rule { index } | Served::Response { index } => index,
                     _ => 0,
@@ -331,16 +341,6 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
             (Served::NotFound, Plan::json(404, &error, Vec::new()), None)
         }
     };
-    let mut headers: BTreeMap<String, String> = BTreeMap::new();
-    for (name, value) in &request.headers {
-        headers
-            .entry(name.clone())
-            .and_modify(|joined| {
-                joined.push_str(", ");
-                joined.push_str(value);
-            })
-            .or_insert_with(|| value.clone());
-    }
     let recorded = RecordedRequest {
         number,
         method: request.method.clone(),

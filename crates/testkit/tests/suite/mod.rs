@@ -9,6 +9,7 @@ mod mock_errors;
 mod mock_faults;
 mod mock_fixtures;
 mod mock_routes;
+mod mock_rules;
 mod mock_stream;
 mod normalize;
 mod recon;

@@ -345,3 +345,97 @@ fn exit_statuses_follow_the_turn_end() {
     }
     assert_eq!(exit_status(None), exit::FAILURE);
 }
+
+/// A landed compaction (start, summary, the replacing checkpoint, end), then a failed one.
+fn compactions() -> Vec<SessionEvent> {
+    crate::app::register_event_types().unwrap();
+    let checkpoint = json!({"role": "user", "id": "u9",
+        "content": [{"type": "text", "text": "Checkpoint.\n\n<compacted-summary>"},
+                    {"type": "text", "text": "## Current Work\n- reading notes"},
+                    {"type": "text", "text": "</compacted-summary>"}],
+        "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c1"}});
+    let replace = SessionEvent::from_value(&json!({"type": "user/message", "seq": 7, "time": 1,
+        "data": checkpoint, "surfaceOp": {"op": "replace", "start": 1, "end": 3},
+        "sourceEventSeqs": [5, 6, 1, 2, 3]}))
+    .unwrap();
+    vec![
+        event(
+            5,
+            "compaction/start",
+            json!({"compactionId": "c1", "turn": 1}),
+        ),
+        event(
+            6,
+            "compaction/summary",
+            json!({"compactionId": "c1",
+            "summary": [{"type": "text", "text": "## Current Work\n- reading notes"}],
+            "shadowedRange": {"start": 1, "end": 3}, "shadowedSeqs": [1, 2, 3],
+            "shadowedTokenCount": 1234, "provider": "p", "model": "m", "llmStreamCall": true,
+            "rawOutput": [{"type": "text", "text": "## Current Work\n- reading notes"}]}),
+        ),
+        replace,
+        event(
+            8,
+            "compaction/end",
+            json!({"compactionId": "c1", "turn": 1}),
+        ),
+        event(
+            9,
+            "compaction/start",
+            json!({"compactionId": "c2", "turn": 1}),
+        ),
+        event(
+            10,
+            "compaction/end",
+            json!({"compactionId": "c2", "turn": 1,
+            "error": "summary is not smaller than the shadowed content (90 estimated framed tokens >= 80)\nmore"}),
+        ),
+    ]
+}
+
+#[test]
+fn human_mode_reports_a_landed_compaction_and_a_failed_one() {
+    let events = compactions();
+    let dsh_session::EventData::UserMessage(checkpoint) = &events[2].data else {
+        panic!("not a user message");
+    };
+    let summary_tokens = dsh_compaction::estimate_message(checkpoint);
+    let (out, err) = human(&events, false);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "compacted: 3 messages (~1234 tokens) → summary (~{summary_tokens} tokens)\n\
+             compaction failed: summary is not smaller than the shadowed content (90 estimated \
+             framed tokens >= 80); the conversation is unchanged\n\
+             session: session-1\n"
+        )
+    );
+    // A replace with no summary before it (the pruner's tool-result rewrite is another
+    // type; a hand-made log might do this) is not reported as a compaction.
+    let (_, err) = human(&events[2..4], false);
+    assert_eq!(err, "session: session-1\n");
+}
+
+#[test]
+fn json_mode_streams_compaction_events_like_any_other() {
+    let (out, err) = (Buffer::default(), Buffer::default());
+    let output = RunOutput::new(true, Box::new(out.clone()), Box::new(err.clone()));
+    let events = compactions();
+    for event in &events {
+        output.event(event);
+    }
+    let lines: Vec<Value> = out
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let expected: Vec<Value> = events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(lines, expected);
+    assert_eq!(lines[1]["type"], "compaction/summary");
+    assert_eq!(lines[1]["data"]["shadowedTokenCount"], 1234);
+    assert_eq!(err.text(), "");
+}

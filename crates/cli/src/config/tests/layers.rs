@@ -38,24 +38,25 @@ fn a_valid_file_loads_every_section() {
     );
     assert_eq!(
         local.models,
-        Sourced::new(
-            vec![ModelEntry {
+        [Sourced::new(
+            ModelEntry {
                 id: "qwen3-coder".into(),
                 context_window: Some(131_072),
+                context_window_source: None,
                 max_tokens: Some(8192),
                 reasoning_efforts: Some(vec!["low".into(), "high".into()]),
                 default_effort: Some("low".into()),
                 input: Some(vec![Modality::Text, Modality::Image]),
-            }],
+            },
             file(12)
-        )
+        )]
     );
     let deepseek = settings.provider(DEEPSEEK_ROUTE).unwrap();
     assert_eq!(
         deepseek.base_url,
         Sourced::new("https://gateway.example/deepseek".to_owned(), file(21))
     );
-    assert_eq!(deepseek.models.source, Source::Default);
+    assert!(deepseek.models.iter().all(|m| m.source == Source::Default));
 
     assert_eq!(
         settings.approval.policy,
@@ -112,6 +113,7 @@ fn a_valid_file_loads_every_section() {
             ("llm", "llm", false),
             ("llm-openai", "llm-openai", false),
             ("llm-retry", "llm-retry", false),
+            ("compaction", "compaction", false),
             ("system-prompt", "system-prompt", false),
             ("tools", "tools", false),
             ("tools-builtin", "tools-builtin", false),
@@ -122,7 +124,7 @@ fn a_valid_file_loads_every_section() {
         ]
     );
     assert_eq!(
-        settings.composition.rows[7].config,
+        settings.composition.rows[8].config,
         json!({"max_parallel": 4})
     );
     assert_eq!(settings.row_sources["tools"], file(41));

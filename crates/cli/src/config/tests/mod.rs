@@ -1,7 +1,9 @@
 //! Tests of configuration loading: layers and provenance, error messages, and `config show`.
 
+mod compaction;
 mod errors;
 mod layers;
+mod models;
 mod show;
 
 use super::*;

@@ -252,6 +252,27 @@ fn tear_file(path: &Path, layout: Layout, tear: Tear) {
     std::fs::write(path, data).unwrap();
 }
 
+/// Whether `request` asks for a compaction summary (it ends with the summariser's
+/// instruction) rather than for a step of the turn.
+pub fn is_summary_request(request: &RecordedRequest) -> bool {
+    request.body["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .is_some_and(|last| {
+            last.to_string()
+                .contains("Your job now is to compact the conversation")
+        })
+}
+
+/// The requests that were steps of a turn (not compaction summaries).
+pub fn step_requests(requests: &[RecordedRequest]) -> Vec<RecordedRequest> {
+    requests
+        .iter()
+        .filter(|r| !is_summary_request(r))
+        .cloned()
+        .collect()
+}
+
 /// "Nothing flushed is lost", seen from the model server: for each request it received
 /// (from the attempts logged at or after `from`), the stored log holds a prefix that
 /// rebuilds exactly that request body, issued inside an open step. Attempt `k` is the
@@ -265,6 +286,19 @@ pub fn requests_durable(
     route: &RouteConfig,
     id: &str,
 ) -> Result<(), String> {
+    // A summary request leaves only after its `compaction/start` is durable (the bracket
+    // opens, and is flushed, before the model is called).
+    let summaries = requests.iter().filter(|r| is_summary_request(r)).count();
+    let starts_stored = events[from.min(events.len())..]
+        .iter()
+        .filter(|e| e.type_name() == "compaction/start")
+        .count();
+    if summaries > starts_stored {
+        return Err(format!(
+            "{summaries} summary requests were served but only {starts_stored}              compaction/start events are stored"
+        ));
+    }
+    let requests = &step_requests(requests)[..];
     let starts: Vec<usize> = attempt_starts(events)
         .into_iter()
         .filter(|&at| at >= from)

@@ -18,21 +18,29 @@
 //! rows or not), who repairs (`prepare` here, or the next `dsh run`), and sometimes tear the
 //! file after the durable prefix, since SIGKILL alone never leaves a half-written batch.
 //!
+//! A second scenario runs a long reading turn under a small context window, so the run
+//! compacts several times, and aims its kills at the compactions: at a summary request
+//! (mid-summary stream), and right after a `compaction/*` event was printed. Beyond the
+//! checks above, every summary request must find its `compaction/start` durable, and the
+//! resume must never find the lock wedged by the dead process's open bracket.
+//!
 //! The default is CI-sized; `DSH_CRASH_ITERATIONS` raises it for soak runs and
 //! `DSH_CRASH_SEED` replays a failing iteration (every failure names its seed).
 
 mod checks;
 mod process;
+mod scenario;
 
 use super::run_support::*;
 use checks::{
-    assert_checks_pass, attempt_starts, find_logs, rebuild_body, requests_durable, route,
-    CrashCheck, Crashed, Layout, Tear,
+    assert_checks_pass, attempt_starts, find_logs, is_summary_request, rebuild_body,
+    requests_durable, route, step_requests, CrashCheck, Crashed, Layout, Tear,
 };
 use dsh_session::{EventData, SessionEvent};
 use dsh_store::SessionPersistence;
 use dsh_testkit::mock_llm::{MockServer, RecordedRequest, Reply, RuleMatch, Script};
 use process::{KillPoint, Printed, Profile, Running};
+use scenario::{Scenario, LONG_TURN_STEPS};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -42,29 +50,47 @@ const DEFAULT_ITERATIONS: u64 = 50;
 /// The base seed; iteration `i` runs with `seed + i`.
 const DEFAULT_SEED: u64 = 0x00C0_FFEE_D5B0;
 
+/// Iterations of the compaction scenario in the default `cargo test` run.
+const DEFAULT_COMPACTION_ITERATIONS: u64 = 16;
+
 #[tokio::test]
 async fn sigkill_at_random_points_never_loses_a_flushed_event() {
-    let iterations = env_number("DSH_CRASH_ITERATIONS").unwrap_or(DEFAULT_ITERATIONS);
+    crash_iterations(Scenario::Tools, DEFAULT_ITERATIONS).await;
+}
+
+#[tokio::test]
+async fn sigkill_during_compactions_never_loses_an_event_or_wedges_the_lock() {
+    crash_iterations(Scenario::Compaction, DEFAULT_COMPACTION_ITERATIONS).await;
+}
+
+async fn crash_iterations(scenario: Scenario, default_iterations: u64) {
+    let iterations = env_number("DSH_CRASH_ITERATIONS").unwrap_or(default_iterations);
     let seed = env_number("DSH_CRASH_SEED").unwrap_or(DEFAULT_SEED);
-    let profiles = calibrate().await;
+    let profiles = calibrate(scenario).await;
     let mut tally = Tally::default();
     for i in 0..iterations {
         let iteration_seed = seed.wrapping_add(i);
-        let run = tokio::spawn(crash_once(iteration_seed, profiles.clone()));
+        let run = tokio::spawn(crash_once(scenario, iteration_seed, profiles.clone()));
         match run.await {
             Ok(outcome) => tally.add(&outcome),
             Err(error) => {
                 let message = panic_message(error);
                 panic!(
-                    "crash iteration {i} failed (seed {iteration_seed}; replay with \
-                     DSH_CRASH_SEED={iteration_seed} DSH_CRASH_ITERATIONS=1):\n{message}"
+                    "{scenario:?} crash iteration {i} failed (seed {iteration_seed}; replay \
+                     with DSH_CRASH_SEED={iteration_seed} DSH_CRASH_ITERATIONS=1):\n{message}"
                 );
             }
         }
     }
-    eprintln!("crash test: {iterations} iterations from seed {seed}: {tally:#?}");
+    eprintln!("{scenario:?} crash test: {iterations} iterations from seed {seed}: {tally:#?}");
     // Most kill points land after the first model request, so the test must have produced
     // crashed logs to check; a run where nothing was ever stored would prove nothing.
+    if scenario == Scenario::Compaction {
+        assert!(
+            tally.open_compaction * 4 >= iterations,
+            "too few kills left an open compaction on disk (seed {seed}): {tally:?}"
+        );
+    }
     if iterations >= 20 {
         assert!(
             tally.open_turn * 4 >= iterations,
@@ -78,6 +104,10 @@ async fn sigkill_at_random_points_never_loses_a_flushed_event() {
 struct Profiles {
     first: Profile,
     resume: Profile,
+    /// The 1-based counts of served requests at which a summary request arrived.
+    summary_requests: Vec<usize>,
+    /// The 1-based stdout lines holding a `compaction/*` event.
+    compaction_lines: Vec<usize>,
 }
 
 /// How the iterations' kills landed.
@@ -87,6 +117,8 @@ struct Tally {
     nothing_stored: u64,
     /// The stored log ended inside the turn.
     open_turn: u64,
+    /// ... inside a compaction (its `compaction/start` without an end).
+    open_compaction: u64,
     /// ... with a tool call logged as started but without its result.
     tool_in_flight: u64,
     /// The process stored its turn end before the kill.
@@ -118,6 +150,15 @@ impl Tally {
         } else {
             self.open_turn += 1;
         }
+        let brackets = first
+            .before
+            .iter()
+            .fold(0i64, |open, e| match e.type_name() {
+                "compaction/start" => open + 1,
+                "compaction/end" => open - 1,
+                _ => open,
+            });
+        self.open_compaction += u64::from(brackets > 0);
         self.tool_in_flight +=
             u64::from(first.closers.iter().any(|e| e.type_name() == "tool/result"));
         self.torn_tail += u64::from(first.torn_tail);
@@ -251,10 +292,10 @@ fn run_args(server: &MockServer, session: &[String], prompt: &str) -> Vec<String
 /// long and how much output a run takes so kill points can be spread over it. Also shows
 /// that the durability check has teeth: a log missing the last event before any request
 /// fails it.
-async fn calibrate() -> Profiles {
-    let server = serve(tool_turn_script()).await;
-    let sandbox = workspace(Layout::DEFAULT);
-    let mut running = Running::spawn(&sandbox, &run_args(&server, &[], "look around"));
+async fn calibrate(scenario: Scenario) -> Profiles {
+    let server = serve(scenario.script()).await;
+    let sandbox = scenario.workspace(Layout::DEFAULT);
+    let mut running = Running::spawn(&sandbox, &run_args(&server, &[], scenario.prompt()));
     let status = running.wait().await;
     let duration = running.elapsed();
     let output = running.finish();
@@ -268,10 +309,38 @@ async fn calibrate() -> Profiles {
     let events = sandbox.events(&id);
     assert_checks_pass(&events, "the calibration log");
     assert_eq!(turn_ends(&events), [json!({"kind": "completed"})]);
-    let requests = server.requests();
-    assert_eq!(requests.len(), 4);
+    let all_requests = server.requests();
+    let requests = step_requests(&all_requests);
+    let summary_requests: Vec<usize> = all_requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| is_summary_request(r))
+        .map(|(i, _)| i + 1)
+        .collect();
+    let compaction_lines: Vec<usize> = output
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            l["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("compaction/"))
+        })
+        .map(|(i, _)| i + 1)
+        .collect();
+    match scenario {
+        Scenario::Tools => assert_eq!(requests.len(), 4),
+        Scenario::Compaction => {
+            assert_eq!(requests.len(), LONG_TURN_STEPS + 1);
+            assert!(
+                summary_requests.len() >= 2,
+                "the calibration run compacted {} times",
+                summary_requests.len()
+            );
+        }
+    }
     let route = route(&sandbox, &server);
-    requests_durable(&events, 0, &requests, &output, &route, &id).unwrap();
+    requests_durable(&events, 0, &all_requests, &output, &route, &id).unwrap();
     output.assert_agrees_with(&events);
     for (k, at) in attempt_starts(&events).into_iter().enumerate() {
         let lost_one = &events[..at - 1];
@@ -289,7 +358,7 @@ async fn calibrate() -> Profiles {
     let first = Profile {
         duration,
         lines: output.lines.len(),
-        requests: requests.len(),
+        requests: all_requests.len(),
     };
 
     let server = serve(resume_script()).await;
@@ -323,6 +392,8 @@ async fn calibrate() -> Profiles {
             lines: output.lines.len(),
             requests: 1,
         },
+        summary_requests,
+        compaction_lines,
     }
 }
 
@@ -340,10 +411,10 @@ async fn killed_run(
 }
 
 /// Runs, kills and checks one iteration.
-async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
+async fn crash_once(scenario: Scenario, seed: u64, profiles: Profiles) -> Outcome {
     let mut rng = fastrand::Rng::with_seed(seed);
     let layout = Layout::pick(&mut rng);
-    let kill_point = KillPoint::pick(&mut rng, &profiles.first);
+    let kill_point = scenario.kill_point(&mut rng, &profiles);
     let prepare = rng.bool();
     let tear = (rng.u8(0..4) == 0).then(|| Tear {
         at: rng.f64(),
@@ -351,12 +422,12 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
     });
     let resume_by = ResumeBy::pick(&mut rng);
     let resume_kill = (rng.u8(0..3) == 0).then(|| KillPoint::pick(&mut rng, &profiles.resume));
-    let sandbox = workspace(layout);
-    let mut context = format!("{layout:?}, kill at {kill_point:?}");
+    let sandbox = scenario.workspace(layout);
+    let mut context = format!("{scenario:?}, {layout:?}, kill at {kill_point:?}");
 
     // Phase 1: a new session, killed.
-    let server = serve(tool_turn_script()).await;
-    let args = run_args(&server, &[], "look around");
+    let server = serve(scenario.script()).await;
+    let args = run_args(&server, &[], scenario.prompt());
     let (printed, requests) = killed_run(&sandbox, &server, &args, kill_point).await;
     let first_route = route(&sandbox, &server);
     server.shutdown().await;
@@ -451,6 +522,9 @@ async fn crash_once(seed: u64, profiles: Profiles) -> Outcome {
     );
     assert_resumed(&sandbox, layout, &id, repaired, &server, &printed, &context);
     server.shutdown().await;
+    if scenario == Scenario::Compaction {
+        assert_lock_free(&sandbox, layout, &id, &context).await;
+    }
 
     Outcome {
         first: Some(first),
@@ -528,7 +602,7 @@ fn assert_resumed(
         "{context}"
     );
     // Each turn asked the model once, with exactly what the log rebuilds.
-    let requests = server.requests();
+    let requests = step_requests(&server.requests());
     let starts: Vec<usize> = attempt_starts(&events)
         .into_iter()
         .filter(|&at| at >= repaired.len())
@@ -543,6 +617,51 @@ fn assert_resumed(
         );
     }
     printed.assert_agrees_with(&events);
+}
+
+/// After the kills and the completed resume, the session is not held by a dead process's
+/// compaction: no attempt of the resumed runs was refused as busy, and a manual compaction
+/// now runs and leaves a valid log. It may compact, find nothing worth compacting, or (on a
+/// tiny remaining range) fail its summary as not smaller; never `busy`.
+async fn assert_lock_free(sandbox: &Sandbox, layout: Layout, id: &str, context: &str) {
+    let session = dsh_protocol::SessionId::new(id);
+    let before = layout.store(sandbox).load(&session).unwrap().events;
+    let busy = before.iter().any(|e| {
+        e.type_name() == "compaction/end"
+            && e.data.to_value()["error"]
+                .as_str()
+                .is_some_and(|error| error.contains("already"))
+    });
+    assert!(!busy, "{context}: a compaction was refused by a stale lock");
+    let server = serve(resume_script()).await;
+    let args = [
+        "sessions",
+        "compact",
+        id,
+        "--provider",
+        dsh_cli::config::OPENAI_ROUTE,
+        "--base-url",
+        &server.base_url(),
+    ];
+    let output = sandbox.dsh(&args).await;
+    let stderr = text(&output.stderr);
+    let ran = match output.status.code() {
+        Some(0) => true,
+        Some(1) => stderr.contains("dsh: compaction failed (summary): "),
+        _ => false,
+    };
+    assert!(
+        ran && !stderr.contains("(busy)"),
+        "{context}: manual compaction after the crashes did not run:\n{}{stderr}",
+        text(&output.stdout)
+    );
+    let after = layout.store(sandbox).load(&session).unwrap().events;
+    assert_checks_pass(
+        &after,
+        &format!("{context}: the log after a manual compaction"),
+    );
+    assert_eq!(after[..before.len()], before[..], "{context}");
+    server.shutdown().await;
 }
 
 /// How many prompts `events` leave queued for later turns: the `next-turn` list of the
