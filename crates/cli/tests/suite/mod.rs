@@ -7,6 +7,7 @@ mod run_support;
 mod sessions;
 mod streams;
 mod tui_binary;
+mod tui_compact;
 mod tui_runner;
 mod tui_state;
 mod tui_support;
