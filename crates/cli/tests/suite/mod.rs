@@ -12,3 +12,4 @@ mod tui_runner;
 mod tui_state;
 mod tui_support;
 mod tui_tmux;
+mod tui_tmux_compact;

@@ -1,0 +1,99 @@
+//! Compaction in the real `dsh` binary's terminal UI (a private tmux server), against the
+//! in-process mock model: the original's compacted session resumed, Ctrl-O, and `/compact`
+//! refused while a turn runs. Skipped, with a printed reason, when tmux is missing.
+
+use super::run_support::{copy_dir, serve, Sandbox};
+use super::tui_tmux::{lines_from, stored, tmux_available, turn_end_kinds, Tmux};
+use dsh_testkit::mock_llm::{Fault, Reply, Script};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The original's session with 22 compactions (and 22 failed attempts), in `sandbox`'s store.
+fn with_compaction_fixture(sandbox: &Sandbox) -> String {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/dsh-0.1.0-compaction/sessions");
+    copy_dir(&from, &sandbox.sessions_root());
+    "session-e46909af-dd21-4b3e-8ef2-2136027e5aa0".into()
+}
+
+#[tokio::test]
+async fn a_compacted_session_resumes_with_cards_and_compact_waits_for_the_turn() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    // The next turn's request stalls, so the turn is still running when /compact is typed.
+    let server = serve(Script::new().respond(Reply::fault(Fault::StallBeforeResponse))).await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let id = with_compaction_fixture(&sandbox);
+    let in_pane = sandbox.clone();
+    let (resumed, opened, refused, cancelled) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start_with(&in_pane, &["--resume", &id]);
+        let resumed = tmux.wait_for("─ turn 1 completed");
+        tmux.keys("C-o");
+        let opened = tmux.wait_for("▾ compacted");
+        tmux.enter("read them again");
+        tmux.wait_for("running · turn 2");
+        tmux.enter("/compact");
+        let refused = tmux.wait_for("/compact needs an idle agent");
+        tmux.keys("Escape");
+        let cancelled = tmux.wait_for("turn 2 cancelled by you");
+        assert!(tmux.quit(), "dsh did not exit after Ctrl-C twice");
+        (resumed, opened, refused, cancelled)
+    })
+    .await
+    .unwrap();
+    // The newest compaction and the failed attempt after it, as the original logged them;
+    // the checkpoints are not prompts.
+    assert_eq!(
+        lines_from(
+            &resumed,
+            "▸ compacted 3 messages (~664 tokens) → summary (~123 tokens)  (Ctrl-O shows the summary)",
+            7
+        ),
+        [
+            "▸ compacted 3 messages (~664 tokens) → summary (~123 tokens)  (Ctrl-O shows the summary)",
+            "",
+            "· compaction attempt failed, nothing changed: summary is not smaller than the shadowed co…",
+            "",
+            "• all notes read",
+            "",
+            "─ turn 1 completed",
+        ]
+    );
+    assert!(!resumed.contains("compacted-summary"), "{resumed}");
+    // Ctrl-O prints the newest card again, opened to its summary.
+    assert_eq!(
+        lines_from(
+            &opened,
+            "▾ compacted 3 messages (~664 tokens) → summary (~123 tokens)",
+            5
+        ),
+        [
+            "▾ compacted 3 messages (~664 tokens) → summary (~123 tokens)",
+            "  ## Primary Request and Intent",
+            "  - read notes",
+            "  ## Current Work",
+            "  - reading notes (summary)",
+        ]
+    );
+    // Refused while the turn runs, and the line stays typed for later.
+    let rows: Vec<&str> = refused.lines().map(str::trim_end).collect();
+    let at = rows
+        .iter()
+        .position(|l| l.starts_with("✗ /compact needs an idle agent"))
+        .unwrap();
+    assert_eq!(
+        rows[at..at + 4],
+        [
+            "✗ /compact needs an idle agent: let the turn finish (or press Esc to stop it), then press",
+            "Enter again",
+            "──────────────────────────────────────────────────────────────────────────────────────────",
+            "› /compact",
+        ]
+    );
+    assert!(cancelled.contains("› /compact"), "{cancelled}");
+    let stored = stored(&sandbox.sessions_root());
+    assert_eq!(turn_end_kinds(&stored[0].events), ["completed", "aborted"]);
+    server.shutdown().await;
+}
