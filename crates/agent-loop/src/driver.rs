@@ -453,7 +453,8 @@ impl ReactLoopAgent {
         self.step(turn, step, assembly, signal).await
     }
 
-    /// Pre-step after the claim: assemble, project runtime context, run the gate.
+    /// Pre-step after the claim: assemble, run the gate, whose default projects the runtime
+    /// context.
     /// `None` = rejected.
     async fn pre_step(
         self: &Arc<Self>,
@@ -469,22 +470,27 @@ impl ReactLoopAgent {
             .or_fail()?;
         signal.check()?;
         let snapshot = RuntimeSnapshot::render(&assembly).or_fail()?;
-        let snapshot_message = {
-            let mut projection = lock(&self.projection);
-            projection.catch_up(&self.session);
-            projection.project(&snapshot)
-        };
         let mut proposal = claimed.clone();
-        proposal.extend(snapshot_message.map(Arc::new));
         let args = PreStepArgs {
             messages: claimed,
             turn,
             step,
             signal: signal.clone(),
         };
+        // The runtime-context snapshot is projected inside the default, after the outer
+        // listeners ran: a compaction there may shadow the retained snapshot, and projecting
+        // against the surface it leaves re-emits the snapshot in this very step instead of
+        // sending one request without it (spec agent-features 9.1).
+        let this = Arc::clone(self);
         let gate = self
             .events
             .waterfall::<PreStep, _, _, _>(args, move |_| async move {
+                let snapshot_message = {
+                    let mut projection = lock(&this.projection);
+                    projection.catch_up(&this.session);
+                    projection.project(&snapshot)
+                };
+                proposal.extend(snapshot_message.map(Arc::new));
                 Ok::<_, BoxError>(PreStepDecision::Enter(proposal))
             });
         let decision = race(signal, gate).await?.or_fail()?;

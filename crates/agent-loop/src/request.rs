@@ -9,7 +9,7 @@ use crate::driver::race;
 use crate::error::{fail, Interrupt, LoopError, OrFail};
 use dsh_agent::{AbortSignal, AgentRequest, RequestArgs};
 use dsh_kernel::BoxError;
-use dsh_llm::{LlmRequest, PreparedCall};
+use dsh_llm::{LlmRequest, PreparedCall, RequestPurpose};
 use dsh_protocol::{codes, EpochHeader, LlmCallConfig, ToolSchema};
 use dsh_session::{header_equals, EventData, HeaderReason, RequestContext, RequestHeader};
 use std::sync::atomic::Ordering;
@@ -119,6 +119,7 @@ impl ReactLoopAgent {
             system: header.system,
             tools: header.tools,
             session_id: Some(self.session.id().clone()),
+            purpose: RequestPurpose::Step,
             cancel,
         };
         Ok(BuiltRequest {

@@ -77,6 +77,18 @@ pub enum CompactionError {
     /// A pruned result broke the pruner's postcondition.
     #[error("tool-result pruner: {reason}")]
     Prune { reason: String },
+    /// A compaction attempt failed (the engine's errors, `crate::failure`).
+    #[error(transparent)]
+    Attempt(Box<crate::failure::AttemptError>),
+}
+
+impl From<crate::failure::AttemptError> for CompactionError {
+    fn from(error: crate::failure::AttemptError) -> Self {
+        match error {
+            crate::failure::AttemptError::Compaction(inner) => inner,
+            other => Self::Attempt(Box::new(other)),
+        }
+    }
 }
 
 impl CompactionError {
@@ -91,6 +103,7 @@ impl CompactionError {
             Self::MissingEvent { .. } => "MISSING_EVENT",
             Self::PrunerConfig { .. } => "PRUNER_CONFIG",
             Self::Prune { .. } => "PRUNE_FAILED",
+            Self::Attempt(e) => e.code(),
         }
     }
 }

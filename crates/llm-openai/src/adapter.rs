@@ -1,6 +1,6 @@
 //! The chat-completions adapter: HTTP, streaming and failure mapping.
 
-use crate::config::{EnvLookup, OpenAiConfig, RouteConfig};
+use crate::config::{EnvLookup, OpenAiConfig, RouteConfig, DEEPSEEK_ROUTE};
 use crate::status::http_failure;
 use crate::translate::StreamDecoder;
 use crate::wire::request_body;
@@ -8,6 +8,7 @@ use bytes::Bytes;
 use dsh_kernel::Context;
 use dsh_llm::{
     AdapterHandle, ChunkStream, LlmAdapter, LlmError, LlmRequest, LlmRuntime, ModelInfo,
+    RequestPurpose,
 };
 use dsh_protocol::{codes, LlmCallConfig, StreamChunk};
 use futures_util::future::BoxFuture;
@@ -30,6 +31,8 @@ pub const USER_AGENT: &str = concat!("dsh-rs/", env!("CARGO_PKG_VERSION"));
 const USER_ID_HEADER: &str = "x-deepseek-harness-user-id";
 /// The header carrying the session id.
 const SESSION_ID_HEADER: &str = "x-deepseek-harness-session-id";
+/// The header marking a compaction request on the DeepSeek route (the body is unchanged).
+pub const COMPACT_HEADER: &str = "x-deepseek-harness-compact";
 
 /// Largest error body read to find the provider's message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -161,6 +164,9 @@ impl OpenAiAdapter {
             if let Ok(value) = HeaderValue::from_str(session.as_str()) {
                 headers.insert(SESSION_ID_HEADER, value);
             }
+        }
+        if request.purpose == RequestPurpose::Compaction && self.route.route == DEEPSEEK_ROUTE {
+            headers.insert(COMPACT_HEADER, HeaderValue::from_static("1"));
         }
         Ok(headers)
     }

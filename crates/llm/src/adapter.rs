@@ -20,8 +20,25 @@ pub struct LlmRequest {
     pub system: Option<String>,
     pub tools: Option<Vec<ToolSchema>>,
     pub session_id: Option<SessionId>,
+    /// Why the request is made. Not part of the model input: an adapter may tell its provider
+    /// (DeepSeek's route sends `x-deepseek-harness-compact: 1` for a compaction).
+    pub purpose: RequestPurpose,
     /// Cancelled when the caller gives up; adapters stop and drop their connection.
     pub cancel: CancellationToken,
+}
+
+dsh_protocol::word_enum! {
+    /// What a model request is for.
+    #[derive(Default)]
+    pub enum RequestPurpose {
+        /// A step of an agent turn (the loop's requests).
+        #[default]
+        Step = "step",
+        /// A session title.
+        Title = "title",
+        /// A compaction summary of earlier history.
+        Compaction = "compaction",
+    }
 }
 
 impl LlmRequest {
@@ -33,6 +50,7 @@ impl LlmRequest {
             system: None,
             tools: None,
             session_id: None,
+            purpose: RequestPurpose::Step,
             cancel: CancellationToken::new(),
         }
     }

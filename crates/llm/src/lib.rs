@@ -18,7 +18,9 @@ mod plugin;
 mod retry;
 mod runtime;
 
-pub use adapter::{ChunkStream, LlmAdapter, LlmRequest, Modality, ModelInfo, ReasoningInfo};
+pub use adapter::{
+    ChunkStream, LlmAdapter, LlmRequest, Modality, ModelInfo, ReasoningInfo, RequestPurpose,
+};
 pub use assembler::{AssembleError, Assembled, BlockAssembler};
 pub use error::{error_chain, normalize_failure, BoxError, LlmError};
 pub use events::{AdaptersUpdated, AdaptersUpdatedPayload, LlmStream};

@@ -40,6 +40,18 @@ pub enum SessionError {
         violation: SurfaceViolation,
     },
 
+    /// A registered invariant companion refused the event (a rule spanning several events,
+    /// such as an unclosed bracket; see `register_invariant_companion`).
+    #[error(
+        "session event \"{type_name}\" at seq {seq} breaks the {companion} invariant: {reason}"
+    )]
+    InvariantViolation {
+        seq: u64,
+        type_name: String,
+        companion: String,
+        reason: String,
+    },
+
     /// An append was attempted while the same session was publishing `session/event`
     /// (an observer tried to write from inside its notification).
     #[error("session append cannot reenter while session \"{session}\" is publishing an event")]
@@ -127,6 +139,7 @@ impl SessionError {
             Self::UnknownEventType { .. } => "UNKNOWN_EVENT_TYPE",
             Self::InvalidDeclaration { .. } => "INVALID_EVENT_DECLARATION",
             Self::InvalidSurface { .. } => "INVALID_SURFACE",
+            Self::InvariantViolation { .. } => "INVARIANT_VIOLATION",
             Self::AppendReentered { .. } => "APPEND_REENTERED",
             Self::InvalidEnvelope { .. } => "INVALID_ENVELOPE",
             Self::InvalidSeed { .. } => "INVALID_SEED",

@@ -13,13 +13,15 @@
 //!   ([`SessionEvent::decode`]); [`register_event_types`] adds the declarations compiled into
 //!   a binary to its vocabulary ([`event_types`] says what is known).
 //! - [`Session::append`] validates everything before commit; a refused event leaves the log
-//!   unchanged.
+//!   unchanged. [`InvariantCompanion`]s add stateful rules spanning several events
+//!   ([`register_invariant_companion`]).
 //! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import);
 //!   [`fork`](fork()) plans a child session; [`interrupted_turn_closers`] repairs crashed tails.
 //! - [`SessionStore`] is the kernel service that publishes sessions and their
 //!   events to plugins (`session/created`, `session/event`, `session/flush`,
 //!   `session/disposed`).
 
+mod companion;
 mod derive;
 mod error;
 pub mod event;
@@ -36,6 +38,10 @@ mod validate;
 pub mod vocabulary;
 mod wire;
 
+pub use companion::{
+    register_invariant_companion, registered_invariant_companions, CompanionState, EventOrigin,
+    InvariantCompanion,
+};
 pub use derive::{
     canonical_header, derive_event_message, derive_messages, fold_request_context,
     fold_request_header, header_equals,

@@ -5,6 +5,7 @@
 //! and does not already end with `session/end-seed`, that marker is appended before the
 //! session can be attached to a store, so it is never published on `session/event`.
 
+use crate::companion::EventOrigin;
 use crate::error::SessionError;
 use crate::event::{EventData, SessionEvent};
 use crate::header::SessionHeader;
@@ -65,13 +66,15 @@ impl SessionBuilder {
             return Ok(Session::from_parts(self.header, 0, None, clock, state));
         };
         state.log.reserve(seed.len() + 1);
+        state.constructed = u64::MAX;
         for (index, event) in seed.into_iter().enumerate() {
-            let plan =
-                check_seed_event(&state, index, &event).map_err(|e| SessionError::InvalidSeed {
+            let plan = check_seed_event(&mut state, index, &event).map_err(|e| {
+                SessionError::InvalidSeed {
                     index,
                     source: Box::new(e),
-                })?;
-            state.commit(event, plan);
+                }
+            })?;
+            state.commit(event, plan, EventOrigin::Seed);
         }
         let first_live_seq = state.log.len() as u64;
         let ends_with_marker = state
@@ -87,8 +90,16 @@ impl SessionBuilder {
                 surface_op: None,
                 source_event_seqs: None,
             });
-            state.commit(marker, SurfacePlan::None);
+            let index = state.log.len();
+            state
+                .check_companions(&marker, EventOrigin::Seed)
+                .map_err(|e| SessionError::InvalidSeed {
+                    index,
+                    source: Box::new(e),
+                })?;
+            state.commit(marker, SurfacePlan::None, EventOrigin::Seed);
         }
+        state.constructed = state.log.len() as u64;
         Ok(Session::from_parts(
             self.header,
             first_live_seq,
@@ -100,7 +111,7 @@ impl SessionBuilder {
 }
 
 fn check_seed_event(
-    state: &State,
+    state: &mut State,
     index: usize,
     event: &SessionEvent,
 ) -> Result<SurfacePlan, SessionError> {
@@ -118,7 +129,7 @@ fn check_seed_event(
         });
     }
     validate::check_event(&event.data, event.ignorable, Admission::Seed)?;
-    state
+    let plan = state
         .fold
         .plan(
             event.seq,
@@ -131,5 +142,7 @@ fn check_seed_event(
             seq: event.seq,
             type_name: event.type_name().to_owned(),
             violation,
-        })
+        })?;
+    state.check_companions(event, EventOrigin::Seed)?;
+    Ok(plan)
 }

@@ -5,6 +5,7 @@
 //! publication gate so observers see events in seq order; an append attempted *from inside*
 //! that notification (on the publishing thread) is refused instead of deadlocking.
 
+use crate::companion::{Companions, EventOrigin};
 use crate::derive::{canonical_header, derive_event_message};
 use crate::error::SessionError;
 use crate::event::{EventData, SessionEvent, SurfaceOp};
@@ -109,11 +110,33 @@ pub(crate) struct State {
     request_header: Option<Arc<EpochHeader>>,
     request_context: Option<RequestContext>,
     publisher: Option<Arc<dyn Publisher>>,
+    /// The registered invariant companions' states.
+    companions: Companions,
+    /// Events below this seq came from construction (seed and its end marker); `u64::MAX`
+    /// while the builder is still replaying.
+    pub(crate) constructed: u64,
 }
 
 impl State {
-    /// Pushes an already validated event and advances the incremental folds.
-    pub(crate) fn commit(&mut self, event: Arc<SessionEvent>, plan: SurfacePlan) {
+    /// Asks the invariant companions whether `event` may be committed next.
+    pub(crate) fn check_companions(
+        &mut self,
+        event: &SessionEvent,
+        origin: EventOrigin,
+    ) -> Result<(), SessionError> {
+        self.companions
+            .check(&self.log, self.constructed, event, origin)
+    }
+
+    /// Pushes an already validated event (surface plan and companions checked) and advances
+    /// the incremental folds.
+    pub(crate) fn commit(
+        &mut self,
+        event: Arc<SessionEvent>,
+        plan: SurfacePlan,
+        origin: EventOrigin,
+    ) {
+        self.companions.apply(&event, origin);
         match &event.data {
             EventData::RequestHeader(h) => {
                 self.request_header = Some(Arc::new(canonical_header(&h.header)));
@@ -311,7 +334,8 @@ impl Session {
                 surface_op: opts.surface_op,
                 source_event_seqs: opts.source_event_seqs,
             });
-            state.commit(Arc::clone(&event), plan);
+            state.check_companions(&event, EventOrigin::Append)?;
+            state.commit(Arc::clone(&event), plan, EventOrigin::Append);
             (event, state.publisher.clone())
         };
         if let Some(publisher) = publisher {

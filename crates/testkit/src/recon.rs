@@ -8,13 +8,14 @@
 //! listener (that would change the behaviour under test); a test ends with
 //! [`assert_clean`](RequestReconstructionCheck::assert_clean).
 //!
-//! Every request carrying a `session_id` is treated as loop-built. Code that asks a model
-//! something else on a session's behalf (titles, summaries) should leave `session_id` unset
-//! or be excluded with [`RequestReconstructionCheck::install_filtered`].
+//! Every step request (`purpose` [`RequestPurpose::Step`]) carrying a `session_id` is treated
+//! as loop-built. Requests made on a session's behalf for something else (titles, compaction
+//! summaries) say so in their purpose and are not checked; other exclusions go through
+//! [`RequestReconstructionCheck::install_filtered`].
 
 use crate::checks::{render, Invariant, Violation};
 use dsh_kernel::{BoxError, Context, KernelError, ListenOptions, Plugin};
-use dsh_llm::{LlmRequest, LlmStream};
+use dsh_llm::{LlmRequest, LlmStream, RequestPurpose};
 use dsh_protocol::{EpochHeader, LlmCallConfig, Message, ToolSchema};
 use dsh_session::{canonical_header, EventData, Session, SessionStore};
 use serde::Serialize;
@@ -65,7 +66,10 @@ impl RequestReconstructionCheck {
             global: true,
         };
         ctx.on_waterfall_with::<LlmStream, _, _>(options, move |request, next| {
-            if request.session_id.is_some() && filter(&request) {
+            if request.session_id.is_some()
+                && request.purpose == RequestPurpose::Step
+                && filter(&request)
+            {
                 listener.check(&lookup, &request);
             }
             next.run()

@@ -325,3 +325,70 @@ async fn model_selection_switches_the_next_step_and_is_logged() {
     );
     h.finish().await;
 }
+
+/// Spec agent-features 9.1: a pre-step listener that shadows the retained runtime-context
+/// snapshot (a compaction) must not leave the step's request without it. The snapshot is
+/// projected after the outer listeners ran, so the same step re-emits it.
+#[tokio::test]
+async fn a_snapshot_shadowed_by_a_pre_step_replace_is_re_emitted_in_the_same_step() {
+    use dsh_agent::PreStep;
+    use dsh_protocol::{ContentBlock, Message, MessageSource};
+    use dsh_session::{AppendOptions, EventData};
+    let h = Harness::builder()
+        .script(text_script(&["ok", "ok"]))
+        .build();
+    h.prompt()
+        .context(
+            h.ctx(),
+            ContextEntry::new("mode", 1.0, PromptText::dynamic(|_| "plan".to_string())),
+        )
+        .unwrap()
+        .forget();
+    let agent = h.create_agent_named("s1").await.agent().clone();
+    agent
+        .ctx()
+        .on_waterfall::<PreStep, _, _>(|args, next| {
+            if args.turn == 2 {
+                // Replace the whole surface (prompt, snapshot, answer) with one message.
+                let session = args.agent.session();
+                let nodes = session.surface().nodes;
+                let (first, last) = (nodes[0], nodes[nodes.len() - 1]);
+                let mut summary = Message::user_text("summary of turn one");
+                summary.source = MessageSource::plugin("test-compact");
+                session
+                    .append(
+                        EventData::UserMessage(Arc::new(summary)),
+                        AppendOptions::surface_replace(first, last).sources(nodes),
+                    )
+                    .unwrap();
+            }
+            next.run()
+        })
+        .unwrap()
+        .forget();
+    for prompt in ["a", "b"] {
+        agent.followup(msg(prompt)).unwrap();
+        agent.when_idle().await;
+    }
+    let requests = h.adapter().requests();
+    let texts: Vec<String> = requests[1]
+        .messages
+        .iter()
+        .map(|m| match &m.content[0] {
+            ContentBlock::Text { text } => text.lines().next().unwrap_or("").to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "summary of turn one",
+            "b",
+            "Current runtime context. This snapshot supersedes earlier runtime-context snapshots."
+        ]
+    );
+    assert!(requests
+        .iter()
+        .all(|r| r.purpose == dsh_llm::RequestPurpose::Step));
+    h.finish().await;
+}

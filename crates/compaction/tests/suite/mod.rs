@@ -1,3 +1,5 @@
 mod common;
 mod events;
 mod meter;
+mod pressure;
+mod rig;

@@ -509,3 +509,47 @@ fn an_id_no_header_can_carry_is_a_config_error() {
     let error = adapter.with_user_id("bad\nid").err().unwrap();
     assert_eq!(error.failure.code, dsh_llm_openai::INVALID_CONFIG);
 }
+
+/// The compaction marker header of one request sent with `purpose` over `route`.
+async fn compact_header_sent(
+    route: RouteConfig,
+    purpose: dsh_llm::RequestPurpose,
+) -> Option<String> {
+    let mut server = Server::start(vec![sse_reply(&sse_body(), 64)]).await;
+    let env = Arc::new(HashMap::from([
+        ("DEEPSEEK_API_KEY".to_string(), KEY.to_string()),
+        ("DEEPSEEK_BASE_URL".to_string(), server.base_url.clone()),
+        ("OPENAI_BASE_URL".to_string(), server.base_url.clone()),
+    ]));
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let adapter = OpenAiAdapter::with_client(route, env, client).unwrap();
+    let mut request = request();
+    request.purpose = purpose;
+    let (_, error) = drain(adapter.stream(Arc::new(request)).await.unwrap()).await;
+    assert!(error.is_none());
+    let seen = server.request().await;
+    seen.header(dsh_llm_openai::COMPACT_HEADER)
+}
+
+#[tokio::test]
+async fn a_compaction_request_on_the_deepseek_route_says_so_in_a_header() {
+    use dsh_llm::RequestPurpose;
+    assert_eq!(dsh_llm_openai::COMPACT_HEADER, "x-deepseek-harness-compact");
+    assert_eq!(
+        compact_header_sent(RouteConfig::deepseek(), RequestPurpose::Compaction).await,
+        Some("1".into())
+    );
+    // Steps and titles carry no marker; nor does another provider's route.
+    for purpose in [RequestPurpose::Step, RequestPurpose::Title] {
+        assert_eq!(
+            compact_header_sent(RouteConfig::deepseek(), purpose).await,
+            None
+        );
+    }
+    assert_eq!(
+        compact_header_sent(RouteConfig::openai_compatible(), RequestPurpose::Compaction).await,
+        None
+    );
+    assert_eq!(RequestPurpose::default(), RequestPurpose::Step);
+    assert_eq!(RequestPurpose::WORDS, ["step", "title", "compaction"]);
+}

@@ -1,5 +1,6 @@
 mod append;
 mod common;
+mod companions;
 mod fixtures;
 mod fork;
 mod plugin_events;
