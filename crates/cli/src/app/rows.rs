@@ -22,6 +22,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_llm::LlmPlugin>()
         .with::<dsh_llm_openai::OpenAiPlugin>()
         .with::<dsh_agent_loop::RetryPlugin>()
+        .with::<dsh_compaction::CompactionPlugin>()
         .with::<dsh_prompt::SystemPromptPlugin>()
         .with::<dsh_tools::ToolsPlugin>()
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()

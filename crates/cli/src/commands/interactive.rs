@@ -19,10 +19,10 @@ use crate::tui::interactive::{
 };
 use crate::tui::ContextFill;
 use dsh_agent::{
-    install_model_selection, Agent, AgentCancelCause, AgentHandle, CancelOptions, ModelSelection,
-    ModelSelectionRef,
+    install_model_selection, AbortSignal, Agent, AgentCancelCause, AgentHandle, CancelOptions,
+    ModelSelection, ModelSelectionRef,
 };
-use dsh_compaction::MeterService;
+use dsh_compaction::{CompactionEngine, MeterService};
 use dsh_kernel::Disposer;
 use dsh_llm::LlmRuntime;
 use dsh_protocol::{LlmCallConfig, Message, SessionId};
@@ -662,9 +662,30 @@ impl AgentDriver for AppDriver {
     }
 
     fn compact(&self) -> Result<(), DriverError> {
-        Err(DriverError::Unsupported(
-            "compaction is not configured in this composition".into(),
-        ))
+        let Some(agent) = self.live_agent() else {
+            // No prompt yet, so no agent and no history.
+            let none = dsh_compaction::result_message(None);
+            let _ = self.inputs.send(Input::Compacted(Ok(none)));
+            return Ok(());
+        };
+        let engine = agent.ctx().get::<CompactionEngine>().ok_or_else(|| {
+            DriverError::Unsupported("compaction is not configured in this composition".into())
+        })?;
+        let inputs = self.inputs.clone();
+        // The summary takes a model call; the UI keeps running meanwhile, and Esc (the
+        // agent's cancel) aborts the maintenance the attempt runs in.
+        tokio::spawn(async move {
+            let outcome = engine.compact_now(&agent, AbortSignal::new(), None).await;
+            let text = match outcome {
+                Ok(result) => Ok(dsh_compaction::result_message(result.as_ref())),
+                Err(error) => {
+                    tracing::debug!(code = error.code(), %error, "manual compaction did not compact");
+                    Err(error.user_message().to_owned())
+                }
+            };
+            let _ = inputs.send(Input::Compacted(text));
+        });
+        Ok(())
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -4,6 +4,7 @@
 
 use super::run_support::{copy_dir, serve, Sandbox};
 use super::tui_tmux::{lines_from, stored, tmux_available, turn_end_kinds, Tmux};
+use dsh_cli::tui::compact_count;
 use dsh_testkit::mock_llm::{Fault, Reply, Script};
 use std::path::Path;
 use std::sync::Arc;
@@ -96,4 +97,100 @@ async fn a_compacted_session_resumes_with_cards_and_compact_waits_for_the_turn()
     let stored = stored(&sandbox.sessions_root());
     assert_eq!(turn_end_kinds(&stored[0].events), ["completed", "aborted"]);
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn compact_while_idle_in_a_real_terminal() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    // A long first answer (over the selection floor of 1,024 estimated tokens), a short
+    // second one, then the summary the compaction asks for.
+    let long = "The parser is now split into a lexer and a grammar. ".repeat(100);
+    let server = serve(
+        Script::new()
+            .respond(Reply::text(long))
+            .respond(Reply::text("Tests added."))
+            .respond(Reply::text("## Current Work\n- parser split; tests added")),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    // The compaction row (a no-op patch once the default composition has it).
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        "[[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\n",
+    )
+    .unwrap();
+    let in_pane = sandbox.clone();
+    let (before, after) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("split the parser");
+        tmux.wait_for("turn 1 completed");
+        tmux.enter("add tests");
+        let before = tmux.wait_for("turn 2 completed");
+        tmux.enter("/compact");
+        let after = tmux.wait_for("history items");
+        assert!(tmux.quit(), "dsh did not exit after Ctrl-C twice");
+        (before, after)
+    })
+    .await
+    .unwrap();
+    let status = |pane: &str| {
+        pane.lines()
+            .find(|l| l.starts_with("idle · "))
+            .unwrap_or_default()
+            .trim_end()
+            .to_owned()
+    };
+    // The meter's estimate of the next request against the model's 1M window, smaller
+    // once the first answer is summarized.
+    let (before_fill, after_fill) = (ctx_tokens(&status(&before)), ctx_tokens(&status(&after)));
+    assert!(after_fill < before_fill, "{before}\n{after}");
+    let stored = stored(&sandbox.sessions_root());
+    let events = &stored[0].events;
+    let summary = events
+        .iter()
+        .find_map(|e| e.decode::<dsh_compaction::CompactionSummary>())
+        .unwrap()
+        .unwrap();
+    let card = format!(
+        "▸ compacted {} messages (~{} tokens) → summary",
+        summary.shadowed_seqs.len(),
+        compact_count(summary.shadowed_token_count)
+    );
+    let rows: Vec<&str> = after.lines().map(str::trim_end).collect();
+    let at = rows
+        .iter()
+        .position(|l| l.starts_with("› /compact"))
+        .unwrap_or_else(|| panic!("{after}"));
+    assert!(rows[at + 2].starts_with(&card), "{card:?} in\n{after}");
+    assert_eq!(
+        rows[at + 4],
+        format!(
+            "Compacted {} history items (~{} tokens).",
+            summary.shadowed_seqs.len(),
+            summary.shadowed_token_count
+        )
+    );
+    // A standalone manual compaction owns no turn, and no turn ran for it.
+    assert_eq!(turn_end_kinds(events), ["completed", "completed"]);
+    server.shutdown().await;
+}
+
+/// The token figure of a status line's `ctx P% (T/W)`, in tokens.
+fn ctx_tokens(status: &str) -> f64 {
+    let fill = status
+        .split(" · ctx ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no ctx in {status:?}"));
+    let tokens = fill
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(tokens, _)| tokens)
+        .unwrap_or_else(|| panic!("no (T/W) in {status:?}"));
+    match tokens.strip_suffix('k') {
+        Some(thousands) => thousands.parse::<f64>().unwrap() * 1000.0,
+        None => tokens.parse().unwrap(),
+    }
 }

@@ -11,11 +11,9 @@
 use super::{clean, Entry, Transcript};
 use dsh_compaction::estimate::{estimate_blocks, estimate_message, OVERHEAD};
 use dsh_compaction::events::{CompactionEnd, CompactionPrune, CompactionStart, CompactionSummary};
+use dsh_compaction::is_compact_checkpoint_source;
 use dsh_protocol::{ContentBlock, Message, MessageSource};
 use dsh_session::SessionEvent;
-
-/// The plugin name on a checkpoint message's source (`{kind: plugin, plugin: compact}`).
-const CHECKPOINT_PLUGIN: &str = "compact";
 
 /// One compaction attempt.
 #[derive(Clone, Debug, PartialEq)]
@@ -187,12 +185,12 @@ impl Transcript {
     /// A `user/message` that replaces a span: the checkpoint of a compaction (never shown
     /// as a prompt; it gives the card the checkpoint's size), or another plugin's rewrite.
     pub(super) fn replaced_user_message(&mut self, message: &Message) {
-        let MessageSource::Plugin { plugin, extra } = &message.source else {
-            return;
-        };
-        if plugin != CHECKPOINT_PLUGIN {
+        if !is_compact_checkpoint_source(&message.source) {
             return;
         }
+        let MessageSource::Plugin { extra, .. } = &message.source else {
+            return;
+        };
         let Some(id) = extra.get("compactionId").and_then(|id| id.as_str()) else {
             return;
         };
