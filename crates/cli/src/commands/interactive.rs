@@ -637,6 +637,8 @@ impl AgentDriver for AppDriver {
 
     fn context(&self) -> BoxFuture<'_, Option<ContextFill>> {
         Box::pin(async move {
+            // The model runtime reports a window without saying whether it is a default
+            // guess, so a reported window is shown as known.
             let window = self.model_window().await;
             let Some(agent) = self.live_agent() else {
                 // Nothing is sent before the first prompt starts the agent.

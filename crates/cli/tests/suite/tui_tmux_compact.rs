@@ -105,30 +105,12 @@ async fn compact_while_idle_in_a_real_terminal() {
         println!("skipped: tmux is not installed");
         return;
     }
-    // A long first answer (over the selection floor of 1,024 estimated tokens), a short
-    // second one, then the summary the compaction asks for.
-    let long = "The parser is now split into a lexer and a grammar. ".repeat(100);
-    let server = serve(
-        Script::new()
-            .respond(Reply::text(long))
-            .respond(Reply::text("Tests added."))
-            .respond(Reply::text("## Current Work\n- parser split; tests added")),
-    )
-    .await;
-    let sandbox = Arc::new(Sandbox::new().with_server(&server));
-    // The compaction row (a no-op patch once the default composition has it).
-    std::fs::write(
-        sandbox.home.path().join("settings.toml"),
-        "[[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\n",
-    )
-    .unwrap();
+    let (server, sandbox) =
+        two_turns_then(&[Reply::text("## Current Work\n- parser split; tests added")]).await;
     let in_pane = sandbox.clone();
     let (before, after) = tokio::task::spawn_blocking(move || {
-        let tmux = Tmux::start(&in_pane);
-        tmux.enter("split the parser");
-        tmux.wait_for("turn 1 completed");
-        tmux.enter("add tests");
-        let before = tmux.wait_for("turn 2 completed");
+        let tmux = start_two_turns(&in_pane);
+        let before = tmux.pane();
         tmux.enter("/compact");
         let after = tmux.wait_for("history items");
         assert!(tmux.quit(), "dsh did not exit after Ctrl-C twice");
@@ -193,4 +175,94 @@ fn ctx_tokens(status: &str) -> f64 {
         Some(thousands) => thousands.parse::<f64>().unwrap() * 1000.0,
         None => tokens.parse().unwrap(),
     }
+}
+
+/// A mock serving a long first answer (over the selection floor of 1,024 estimated tokens), a
+/// short second one, then `then` (the summary a compaction asks for, and what follows), and a
+/// sandbox whose settings mount the compaction row (a no-op patch once the default
+/// composition has it).
+async fn two_turns_then(then: &[Reply]) -> (dsh_testkit::mock_llm::MockServer, Arc<Sandbox>) {
+    let long = "The parser is now split into a lexer and a grammar. ".repeat(100);
+    let mut script = Script::new()
+        .respond(Reply::text(long))
+        .respond(Reply::text("Tests added."));
+    for reply in then {
+        script = script.respond(reply.clone());
+    }
+    let server = serve(script).await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        "[[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\n",
+    )
+    .unwrap();
+    (server, sandbox)
+}
+
+/// Opens dsh on a new session and runs the two turns of [`two_turns_then`].
+fn start_two_turns(sandbox: &Sandbox) -> Tmux {
+    let tmux = Tmux::start(sandbox);
+    tmux.enter("split the parser");
+    tmux.wait_for("turn 1 completed");
+    tmux.enter("add tests");
+    tmux.wait_for("turn 2 completed");
+    tmux
+}
+
+#[tokio::test]
+async fn esc_cancels_a_compaction_and_the_session_goes_on() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let (server, sandbox) = two_turns_then(&[
+        Reply::fault(Fault::StallBeforeResponse),
+        Reply::text("Still here."),
+    ])
+    .await;
+    let in_pane = sandbox.clone();
+    let (compacting, cancelled, after) = tokio::task::spawn_blocking(move || {
+        let tmux = start_two_turns(&in_pane);
+        tmux.enter("/compact");
+        let compacting = tmux.wait_for("compacting history (Esc cancels)");
+        tmux.keys("Escape");
+        let cancelled = tmux.wait_for("Compaction cancelled.");
+        tmux.enter("are you there?");
+        let after = tmux.wait_for("turn 3 completed");
+        assert!(tmux.quit(), "dsh did not exit after Ctrl-C twice");
+        (compacting, cancelled, after)
+    })
+    .await
+    .unwrap();
+    assert!(
+        compacting.contains("⟳ compacting older history (/compact; Esc cancels)…"),
+        "{compacting}"
+    );
+    let rows: Vec<&str> = cancelled.lines().map(str::trim_end).collect();
+    let at = rows.iter().position(|l| *l == "› /compact").unwrap();
+    assert_eq!(
+        rows[at..at + 5],
+        [
+            "› /compact",
+            "",
+            "· compaction attempt failed, nothing changed: compaction cancelled",
+            "",
+            "✗ Compaction cancelled.",
+        ]
+    );
+    assert!(after.contains("• Still here."), "{after}");
+    let stored = stored(&sandbox.sessions_root());
+    let events = &stored[0].events;
+    let ends: Vec<_> = events
+        .iter()
+        .filter_map(|e| e.decode::<dsh_compaction::CompactionEnd>())
+        .map(|end| end.unwrap())
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert!(ends[0].error.is_some(), "{ends:?}");
+    assert_eq!(
+        turn_end_kinds(events),
+        ["completed", "completed", "completed"]
+    );
+    server.shutdown().await;
 }
