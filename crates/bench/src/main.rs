@@ -7,6 +7,7 @@
 mod adapter_ingest;
 mod agent_step;
 mod agents_many;
+mod compaction;
 mod core_stack;
 mod counting;
 mod derive_messages;
@@ -16,6 +17,7 @@ mod session_list;
 mod session_resume;
 mod stats;
 mod store_append;
+mod token_meter;
 mod tool_loop;
 mod workload;
 
@@ -77,6 +79,16 @@ const BENCHES: &[Bench] = &[
         name: "agents-1000",
         about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
         run: agents_many::run,
+    },
+    Bench {
+        name: "token-meter",
+        about: "token meter per event, pressure check per step at 10k/100k/1M tokens (budget: <= 20 us/step)",
+        run: token_meter::run,
+    },
+    Bench {
+        name: "compaction",
+        about: "a compaction's harness overhead (<= 5 ms) and resume of a compacted session (<= 150 ms), 100k events",
+        run: compaction::run,
     },
     Bench {
         name: "sandbox-spawn",

@@ -125,6 +125,13 @@ impl CompactionEngine {
         self.floor
     }
 
+    /// Whether a compaction of `session` would be refused as `busy` right now (an attempt of
+    /// this process in flight, or the durable lock held). Front ends use it to say so before
+    /// asking; it also folds the session's new events into the engine's lock state.
+    pub fn is_busy(&self, session: &Session) -> bool {
+        self.busy_reason(session).is_some()
+    }
+
     /// Automatic compaction for `trigger`; `None` when nothing was (or needed to be) done.
     pub async fn compact_if_needed(
         &self,

@@ -45,7 +45,7 @@ pub mod select;
 pub mod service;
 pub mod summarizer;
 
-pub use checkpoint::{checkpoint_message, checkpoint_source, frame_summary, CHECKPOINT_PREAMBLE};
+pub use checkpoint::CHECKPOINT_PREAMBLE;
 pub use config::{CompactionConfig, CompactionConfigError, Pressure};
 pub use engine::{CompactionEngine, CompactionResult, Trigger};
 pub use error::{CompactionError, MeterError};
@@ -68,7 +68,7 @@ pub use pruner::{
     PRUNE_MARKER,
 };
 pub use select::{
-    is_compact_checkpoint, is_compact_checkpoint_source, select_compactable_range, CompactRange,
-    SelectFloor, CHECKPOINT_PLUGIN,
+    compactable_candidate, is_compact_checkpoint, is_compact_checkpoint_source,
+    select_compactable_range, Candidate, CompactRange, SelectFloor, CHECKPOINT_PLUGIN,
 };
 pub use service::MeterService;

@@ -81,8 +81,18 @@ impl Default for SelectFloor {
     }
 }
 
+/// A head-anchored span before the floor is applied, with the part of its price that is
+/// earlier checkpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub range: CompactRange,
+    /// The price of the compaction checkpoints inside the range.
+    pub checkpoint_tokens: u64,
+}
+
 /// The head-anchored span a compaction may summarise now, keeping at least `retain_tokens`
-/// of the newest surface verbatim; `None` when there is nothing worth compacting.
+/// of the newest surface verbatim; `None` when there is nothing worth compacting (see
+/// [`SelectFloor`]).
 ///
 /// `meter` must have folded the session's whole log (its nodes must be the session's current
 /// surface), else [`CompactionError::SurfaceMismatch`].
@@ -92,6 +102,18 @@ pub fn select_compactable_range(
     retain_tokens: u64,
     floor: SelectFloor,
 ) -> Result<Option<CompactRange>, CompactionError> {
+    Ok(compactable_candidate(session, meter, retain_tokens)?
+        .filter(|c| floor.admits(c.range.shadowed_tokens, c.checkpoint_tokens))
+        .map(|c| c.range))
+}
+
+/// The span the original would select (spec steps 1-6: retain from the newest node, at least
+/// the newest node kept, moved back to a balanced cut), without the floor.
+pub fn compactable_candidate(
+    session: &Session,
+    meter: &TokenMeter,
+    retain_tokens: u64,
+) -> Result<Option<Candidate>, CompactionError> {
     let nodes = meter.nodes();
     if nodes.is_empty() {
         return Ok(None);
@@ -120,27 +142,23 @@ pub fn select_compactable_range(
     while keep_from > 0 && !cuts[keep_from] {
         keep_from -= 1;
     }
-    if keep_from == 0 {
-        return Ok(None);
-    }
     let shadowed = &nodes[..keep_from];
-    let shadowed_tokens = shadowed.iter().map(|n| n.tokens).sum();
+    let (Some(first), Some(last)) = (shadowed.first(), shadowed.last()) else {
+        return Ok(None);
+    };
     let checkpoint_tokens = shadowed
         .iter()
         .filter(|n| is_checkpoint_seq(&events, n.seq))
         .map(|n| n.tokens)
         .sum();
-    if !floor.admits(shadowed_tokens, checkpoint_tokens) {
-        return Ok(None);
-    }
-    let (Some(first), Some(last)) = (shadowed.first(), shadowed.last()) else {
-        return Ok(None);
-    };
-    Ok(Some(CompactRange {
-        start: first.seq,
-        end: last.seq,
-        shadowed_seqs: shadowed.iter().map(|n| n.seq).collect(),
-        shadowed_tokens,
+    Ok(Some(Candidate {
+        range: CompactRange {
+            start: first.seq,
+            end: last.seq,
+            shadowed_seqs: shadowed.iter().map(|n| n.seq).collect(),
+            shadowed_tokens: shadowed.iter().map(|n| n.tokens).sum(),
+        },
+        checkpoint_tokens,
     }))
 }
 

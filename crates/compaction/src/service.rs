@@ -107,6 +107,17 @@ impl MeterService {
         lock(&self.meters).len()
     }
 
+    /// How many events the tracked meter of `session` has folded, without catching it up
+    /// (`None` when the session has no meter, or its meter is busy in a measurement).
+    pub fn folded(&self, session: &Session) -> Option<u64> {
+        let tracked = lock(&self.meters)
+            .get(session.id())
+            .filter(|slot| Session::ptr_eq(&slot.session, session))
+            .map(|slot| Arc::clone(&slot.tracked))?;
+        let consumed = tracked.try_lock().ok().map(|t| t.meter.consumed());
+        consumed
+    }
+
     /// The meter entry of a live session, created (empty) on first use. `None` for a session
     /// the store does not hold live.
     fn entry(&self, session: &Session) -> Option<Arc<Mutex<Tracked>>> {

@@ -34,13 +34,19 @@ pub fn plugin_table() -> PluginTable {
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
 /// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
 /// type is what lets a stored log holding it load, whichever plugins end up mounted.
-pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
+    dsh_tools_builtin::approval::EVENT_TYPES,
+    dsh_compaction::EVENT_TYPES,
+];
 
-/// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
+/// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
+/// (the compaction bracket rules) to every session; idempotent. Companions sit here for the
+/// same reason as the types: verify and resume must apply them with nothing mounted.
 pub fn register_event_types() -> Result<(), SessionError> {
     EVENT_TYPES
         .iter()
-        .try_for_each(|batch| dsh_session::register_event_types(batch))
+        .try_for_each(|batch| dsh_session::register_event_types(batch))?;
+    dsh_compaction::invariant::register()
 }
 
 /// Where session logs live: `$DSH_HOME/sessions`.

@@ -33,6 +33,9 @@ pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
 pub const AGENT_LOOP_ROW: &str = "agent-loop";
 
+/// Row id of the compaction engine (token meter, automatic and manual compaction, pruner).
+pub const COMPACTION_ROW: &str = "compaction";
+
 /// Rows whose configuration is computed from the settings when dsh boots, as long as the
 /// row's config is left `null`. A `[[plugins]]` patch that sets a config replaces the computed
 /// one wholesale.
@@ -58,6 +61,10 @@ pub fn default_composition() -> Composition {
             null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
             null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
             null(LLM_RETRY_ROW, dsh_agent_loop::RetryPlugin::NAME),
+            // Early, so its pre-step listener relieves pressure before later rows' pre-step
+            // listeners decide on the step; after the retry row, whose request-error listener
+            // sees a failure first and passes on the context overflows it does not retry.
+            null(COMPACTION_ROW, dsh_compaction::CompactionPlugin::NAME),
             Row::new(
                 SYSTEM_PROMPT_ROW,
                 dsh_prompt::SystemPromptPlugin::NAME,

@@ -179,8 +179,7 @@ fn ctx_tokens(status: &str) -> f64 {
 
 /// A mock serving a long first answer (over the selection floor of 1,024 estimated tokens), a
 /// short second one, then `then` (the summary a compaction asks for, and what follows), and a
-/// sandbox whose settings mount the compaction row (a no-op patch once the default
-/// composition has it).
+/// sandbox using it.
 async fn two_turns_then(then: &[Reply]) -> (dsh_testkit::mock_llm::MockServer, Arc<Sandbox>) {
     let long = "The parser is now split into a lexer and a grammar. ".repeat(100);
     let mut script = Script::new()
@@ -191,11 +190,6 @@ async fn two_turns_then(then: &[Reply]) -> (dsh_testkit::mock_llm::MockServer, A
     }
     let server = serve(script).await;
     let sandbox = Arc::new(Sandbox::new().with_server(&server));
-    std::fs::write(
-        sandbox.home.path().join("settings.toml"),
-        "[[plugins]]\nid = \"compaction\"\nplugin = \"compaction\"\n",
-    )
-    .unwrap();
     (server, sandbox)
 }
 

@@ -197,3 +197,81 @@ pub fn tool_step(
 pub fn log_json(session: &Session) -> Value {
     serde_json::to_value(session.events().iter().map(|e| &**e).collect::<Vec<_>>()).unwrap()
 }
+
+/// A compaction checkpoint `user/message` (source `{kind: plugin, plugin: compact}`).
+pub fn checkpoint_message(id: &str, text: &str) -> EventData {
+    let mut extra = serde_json::Map::new();
+    extra.insert("compactionId".into(), json!(id));
+    EventData::UserMessage(Arc::new(Message {
+        id: MessageId::new(format!("m-{id}")),
+        role: Role::User,
+        content: vec![
+            ContentBlock::text("checkpoint preamble\n\n<compacted-summary>"),
+            ContentBlock::text(text),
+            ContentBlock::text("</compacted-summary>"),
+        ],
+        source: MessageSource::Plugin {
+            plugin: dsh_compaction::CHECKPOINT_PLUGIN.into(),
+            extra,
+        },
+    }))
+}
+
+/// Appends a complete compaction bracket (start, summary, the checkpoint replace of
+/// `start..=end` shadowing `shadowed`, end), as the engine writes it, so logs built here pass
+/// the invariant companion registered by the engine suites; returns the checkpoint's seq.
+pub fn append_checkpoint(
+    s: &Session,
+    id: &str,
+    text: &str,
+    start: u64,
+    end: u64,
+    shadowed: Vec<u64>,
+) -> u64 {
+    use dsh_compaction::{CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
+    let start_seq = s
+        .append_typed(&CompactionStart {
+            compaction_id: id.into(),
+            source_command_id: None,
+            turn: None,
+        })
+        .unwrap()
+        .seq;
+    let summary_seq = s
+        .append_typed(&CompactionSummary {
+            compaction_id: id.into(),
+            source_command_id: None,
+            summary: vec![ContentBlock::text(text)],
+            raw_output: None,
+            llm_stream_call: None,
+            shadowed_range: SeqRange {
+                start: shadowed[0],
+                end: *shadowed.last().unwrap(),
+            },
+            shadowed_seqs: shadowed.clone(),
+            shadowed_token_count: 0,
+            provider: "p".into(),
+            model: "m".into(),
+            max_tokens: None,
+            usage: None,
+        })
+        .unwrap()
+        .seq;
+    let mut sources = vec![start_seq, summary_seq];
+    sources.extend(shadowed);
+    let seq = s
+        .append(
+            checkpoint_message(id, text),
+            AppendOptions::surface_replace(start, end).sources(sources),
+        )
+        .unwrap()
+        .seq;
+    s.append_typed(&CompactionEnd {
+        compaction_id: id.into(),
+        source_command_id: None,
+        turn: None,
+        error: None,
+    })
+    .unwrap();
+    seq
+}

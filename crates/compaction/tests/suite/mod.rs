@@ -1,5 +1,13 @@
 mod common;
 mod events;
+mod fixture;
+mod invariant;
+mod manual;
 mod meter;
+mod overflow;
 mod pressure;
+mod properties;
+mod pruner;
 mod rig;
+mod select;
+mod service;

@@ -6,8 +6,8 @@ use dsh_llm::RequestPurpose;
 use dsh_protocol::{ContentBlock, MessageSource};
 use dsh_session::{derive_event_message, EventData, SessionEvent};
 use dsh_testkit::harness::Harness;
-use dsh_testkit::scripted::tool_call_response;
 use dsh_testkit::harness::ScriptedTool;
+use dsh_testkit::scripted::tool_call_response;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -16,7 +16,11 @@ async fn four_big_turns(h: &Harness) -> Arc<dyn dsh_agent::Agent> {
     let agent = h.create_agent_named("s1").await.agent().clone();
     for (i, tag) in ["one", "two", "three", "four"].iter().enumerate() {
         turn(&agent, &big(tag, 800)).await;
-        assert_eq!(h.adapter().calls(), i + 1, "no compaction below the threshold");
+        assert_eq!(
+            h.adapter().calls(),
+            i + 1,
+            "no compaction below the threshold"
+        );
     }
     agent
 }
@@ -64,7 +68,10 @@ async fn a_pressure_compaction_keeps_the_tail_and_the_next_request_sees_the_chec
         ]
     );
     // The transaction's records, whole.
-    let start_at = events.iter().position(|e| e.is::<CompactionStart>()).unwrap();
+    let start_at = events
+        .iter()
+        .position(|e| e.is::<CompactionStart>())
+        .unwrap();
     let [start, summary, checkpoint, end] = &events[start_at..start_at + 4] else {
         unreachable!()
     };
@@ -81,7 +88,10 @@ async fn a_pressure_compaction_keeps_the_tail_and_the_next_request_sees_the_chec
         }
     );
     assert_eq!(summary_data.summary, vec![ContentBlock::text(SUMMARY)]);
-    assert_eq!(summary_data.raw_output, Some(vec![ContentBlock::text(SUMMARY)]));
+    assert_eq!(
+        summary_data.raw_output,
+        Some(vec![ContentBlock::text(SUMMARY)])
+    );
     assert_eq!(summary_data.llm_stream_call, Some(true));
     assert_eq!(summary_data.max_tokens, Some(8192));
     assert_eq!(
@@ -122,7 +132,9 @@ async fn a_pressure_compaction_keeps_the_tail_and_the_next_request_sees_the_chec
         "a strict prefix of the conversation's last request"
     );
     assert_eq!(summarize.messages.len(), 7);
-    assert!(matches!(&summarize.messages[6].source, MessageSource::Plugin { plugin, .. } if plugin == "dsh-compaction"));
+    assert!(
+        matches!(&summarize.messages[6].source, MessageSource::Plugin { plugin, .. } if plugin == "dsh-compaction")
+    );
     assert_eq!(summarize.config.max_tokens, Some(8192));
     assert_eq!(request_words(&h, 5), ["This", "four", "ok4", "five"]);
     h.finish().await;
@@ -158,8 +170,13 @@ async fn a_later_summary_absorbs_the_earlier_checkpoint() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(summaries.len(), 2);
-    assert_eq!(summaries[1].shadowed_seqs[0], head, "starts at the first checkpoint");
-    assert!(dsh_compaction::select::is_compact_checkpoint(&events[head as usize]));
+    assert_eq!(
+        summaries[1].shadowed_seqs[0], head,
+        "starts at the first checkpoint"
+    );
+    assert!(dsh_compaction::select::is_compact_checkpoint(
+        &events[head as usize]
+    ));
     // The summarizer saw the old checkpoint first, and the model now sees one checkpoint.
     assert_eq!(request_words(&h, 8)[0], "This");
     assert_eq!(request_words(&h, 9), ["This", "seven", "ok7", "eight"]);
@@ -189,7 +206,8 @@ async fn the_cut_moves_back_instead_of_splitting_a_tool_pair() {
     let script = vec![
         answer("ok1"),
         answer("ok2"),
-        tool_call_response(&[("c1", "echo", &format!("{{\"text\":\"{}\"}}", big("x", 500)))]).into(),
+        tool_call_response(&[("c1", "echo", &format!("{{\"text\":\"{}\"}}", big("x", 500)))])
+            .into(),
         summary_response(),
         answer("done"),
     ];
@@ -227,5 +245,97 @@ async fn the_cut_moves_back_instead_of_splitting_a_tool_pair() {
     let words = request_words(&h, 4);
     assert_eq!(words.len(), 3, "{words:?}");
     assert_eq!(words[..2], ["This", "call:echo"]);
+    h.finish().await;
+}
+
+/// After a compaction, a resumed session's next request carries the checkpoint and the
+/// retained tail (not the shadowed turns), and a fork at any seq derives what the model saw
+/// at that point.
+#[tokio::test]
+async fn resume_and_fork_after_a_compaction_see_what_the_model_saw() {
+    let script = vec![
+        answer("ok1"),
+        answer("ok2"),
+        answer("ok3"),
+        answer("ok4"),
+        summary_response(),
+        answer("done"),
+        answer("resumed"),
+    ];
+    let (h, _engine) = rig(script, Value::Null);
+    let store = h.mount_memory_source();
+    let agent = four_big_turns(&h).await;
+    let before = agent.session().events();
+    turn(&agent, "five").await;
+    let session = agent.session().clone();
+    // Fork before the compaction: the uncompacted history; after it: checkpoint + tail.
+    let fork_before = dsh_session::fork(&session, Some(before.len() as u64 - 1), "f1".into())
+        .unwrap()
+        .build(&session)
+        .unwrap();
+    // Turn 4's request plus its answer: the history before the compaction.
+    let mut seen = h.adapter().requests()[3].messages.clone();
+    seen.extend(session.derive_messages().get(2).cloned());
+    assert_eq!(
+        serde_json::to_value(fork_before.derive_messages()).unwrap(),
+        serde_json::to_value(&seen).unwrap()
+    );
+    let fork_after = dsh_session::fork(&session, None, "f2".into())
+        .unwrap()
+        .build(&session)
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(fork_after.derive_messages()).unwrap(),
+        serde_json::to_value(session.derive_messages()).unwrap()
+    );
+    store.save_session(&session);
+    h.handle().dispose().await;
+    let mut options = dsh_agent::ResumeAgentOptions::new("s1".into());
+    options.agent_options = dsh_testkit::harness::agent_options();
+    let resumed = h.resume_agent(options).await.unwrap().agent().clone();
+    turn(&resumed, "six").await;
+    assert_eq!(
+        request_words(&h, 6),
+        ["This", "four", "ok4", "five", "done", "six"]
+    );
+    h.finish().await;
+}
+
+/// The original's defect (issue 12 item 7): once above the threshold with little new beyond
+/// the last checkpoint, it re-summarised at every step and failed each time. Here a range
+/// that is mostly the previous checkpoint is not worth a call: no compaction starts, and the
+/// model is called only for the turns.
+#[tokio::test]
+async fn no_compaction_starts_when_it_cannot_shrink_the_context() {
+    let script = vec![
+        answer("ok1"),
+        answer("ok2"),
+        answer("ok3"),
+        answer("ok4"),
+        summary_response(),
+        answer("ok5"),
+        answer("ok6"),
+        answer("ok7"),
+    ];
+    let (h, _engine) = rig(script, Value::Null);
+    let agent = four_big_turns(&h).await;
+    turn(&agent, &big("five", 3000)).await;
+    assert_eq!(h.adapter().calls(), 6, "one compaction at turn 5");
+    // Above the threshold now, but the compactable head is the checkpoint plus one small
+    // turn: below the floor, so nothing is attempted at turns 6 and 7.
+    turn(&agent, "six").await;
+    turn(&agent, "seven").await;
+    assert_eq!(
+        h.adapter().calls(),
+        8,
+        "no summarizer calls after the first"
+    );
+    let starts = agent
+        .session()
+        .events()
+        .iter()
+        .filter(|e| e.is::<CompactionStart>())
+        .count();
+    assert_eq!(starts, 1);
     h.finish().await;
 }

@@ -62,7 +62,8 @@ pub fn shape(events: &[Arc<SessionEvent>]) -> Vec<String> {
                 _ => String::new(),
             };
             let detail = match &e.data {
-                EventData::UserMessage(m) | EventData::ToolResult(dsh_session::ToolResult { message: m, .. }) => {
+                EventData::UserMessage(m)
+                | EventData::ToolResult(dsh_session::ToolResult { message: m, .. }) => {
                     format!(" {}", first_word(&m.content))
                 }
                 EventData::AssistantMessage(a) => format!(" {}", first_word(&a.message.content)),
