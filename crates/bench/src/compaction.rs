@@ -15,13 +15,15 @@
 
 use crate::stats::{report, summarize};
 use crate::workload::{append_turn, Texts};
-use dsh_compaction::{invariant, CompactionConfig, CompactionEngine, CompactionPlugin, MeterService};
+use dsh_compaction::{
+    invariant, CompactionConfig, CompactionEngine, CompactionPlugin, MeterService,
+};
 use dsh_kernel::Context;
 use dsh_llm::{LlmPlugin, LlmPluginConfig, LlmRuntime};
 use dsh_protocol::{EpochHeader, LlmCallConfig, SessionId};
 use dsh_session::{
-    AppendOptions, EventData, HeaderReason, RequestHeader, Seed, SeedSource, Session,
-    SessionEvent, SessionHeader, SessionOptions, SessionStore, SessionsPlugin,
+    AppendOptions, EventData, HeaderReason, RequestHeader, Seed, SeedSource, Session, SessionEvent,
+    SessionHeader, SessionOptions, SessionStore, SessionsPlugin,
 };
 use dsh_store::{Compression, JsonlBackend, JsonlConfig, SessionPersistence};
 use dsh_testkit::fake_agent::FakeAgent;
@@ -168,7 +170,10 @@ fn resume(compacted: &Session) -> anyhow::Result<()> {
     }
     report(
         "compaction",
-        &format!("resume of the compacted {}-event session, zstd", events.len()),
+        &format!(
+            "resume of the compacted {}-event session, zstd",
+            events.len()
+        ),
         &summarize(samples),
     );
     Ok(())

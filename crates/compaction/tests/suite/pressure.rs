@@ -339,3 +339,137 @@ async fn no_compaction_starts_when_it_cannot_shrink_the_context() {
     assert_eq!(starts, 1);
     h.finish().await;
 }
+
+/// `compact_region` is the forced form: inside an open turn it compacts the span it is given;
+/// a span not on the surface, inverted, or outside a turn is refused without writing.
+#[tokio::test]
+async fn compact_region_validates_the_span_and_needs_an_open_turn() {
+    use dsh_agent::{AbortSignal, PreStep};
+    use std::sync::Mutex;
+    let (h, engine) = rig(
+        vec![
+            answer("ok1"),
+            answer("ok2"),
+            summary_response(),
+            answer("ok3"),
+        ],
+        json!({"auto": false}),
+    );
+    let agent = h.create_agent_named("s1").await.agent().clone();
+    turn(&agent, &big("one", 600)).await;
+    turn(&agent, &big("two", 600)).await;
+    let nodes = agent.session().surface().nodes;
+    // Outside a turn.
+    let outside = engine
+        .compact_region(&agent, nodes[0], nodes[1], &AbortSignal::new())
+        .await
+        .unwrap_err();
+    assert_eq!(outside.code(), "COMPACTION_NO_OPEN_TURN");
+    let len = agent.session().len();
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let (e, seen, n) = (Arc::clone(&engine), Arc::clone(&outcomes), nodes.clone());
+    agent
+        .ctx()
+        .on_waterfall::<PreStep, _, _>(move |args, next| {
+            let (engine, seen, n) = (Arc::clone(&e), Arc::clone(&seen), n.clone());
+            async move {
+                let signal = AbortSignal::new();
+                for (start, end) in [(n[1], n[0]), (n[0], 999_999)] {
+                    let error = engine
+                        .compact_region(&args.agent, start, end, &signal)
+                        .await
+                        .unwrap_err();
+                    seen.lock().unwrap().push(error.code().to_string());
+                }
+                let done = engine
+                    .compact_region(&args.agent, n[0], n[1], &signal)
+                    .await;
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{:?}", done.map(|r| r.shadowed_seqs)));
+                next.run().await
+            }
+        })
+        .unwrap()
+        .forget();
+    turn(&agent, "three").await;
+    assert_eq!(
+        *outcomes.lock().unwrap(),
+        [
+            "COMPACTION_INVALID_REGION".to_string(),
+            "COMPACTION_INVALID_REGION".to_string(),
+            format!("Ok({:?})", &nodes[..2]),
+        ]
+    );
+    let tail = shape(&agent.session().events_from(len));
+    assert_eq!(
+        tail[3..7],
+        [
+            "compaction/start",
+            "compaction/summary",
+            &format!("user/message This replace {}-{}", nodes[0], nodes[1]),
+            "compaction/end"
+        ]
+    );
+    assert_eq!(request_words(&h, 3), ["This", "two", "ok2", "three"]);
+    h.finish().await;
+}
+
+/// Automatic attempts need the whole surface unchanged while the summary is written: a node
+/// appended meanwhile fails the attempt (`end{error}`, surface as it was plus the new node),
+/// and the turn continues. A manual attempt only needs its span unchanged.
+#[tokio::test]
+async fn a_surface_change_during_the_summary_fails_an_automatic_attempt_only() {
+    use dsh_testkit::scripted::ScriptEntry;
+    use std::sync::Mutex;
+    let target: Arc<Mutex<Option<dsh_session::Session>>> = Arc::default();
+    let meddle = |target: Arc<Mutex<Option<dsh_session::Session>>>| {
+        ScriptEntry::respond(move |_| {
+            if let Some(session) = target.lock().unwrap().as_ref() {
+                session
+                    .append(
+                        EventData::UserMessage(Arc::new(dsh_testkit::harness::msg("meddler"))),
+                        dsh_session::AppendOptions::surface_append(),
+                    )
+                    .unwrap();
+            }
+            dsh_testkit::scripted::text_response(SUMMARY)
+        })
+    };
+    let script = vec![
+        answer("ok1"),
+        answer("ok2"),
+        answer("ok3"),
+        answer("ok4"),
+        meddle(Arc::clone(&target)),
+        answer("done"),
+    ];
+    let (h, engine) = rig(script, Value::Null);
+    let agent = four_big_turns(&h).await;
+    *target.lock().unwrap() = Some(agent.session().clone());
+    turn(&agent, "five").await;
+    let events = agent.session().events();
+    let end = events
+        .iter()
+        .find_map(|e| e.decode::<CompactionEnd>())
+        .unwrap()
+        .unwrap();
+    assert!(
+        end.error
+            .as_deref()
+            .unwrap()
+            .contains("the surface changed"),
+        "{end:?}"
+    );
+    assert!(!events.iter().any(|e| e.is::<CompactionSummary>()));
+    assert_eq!(request_words(&h, 5)[0], "one", "nothing was shadowed");
+    // Manual: the same meddling lands outside the selected span, and the attempt succeeds.
+    h.adapter().push(meddle(Arc::clone(&target)));
+    let result = engine
+        .compact_now(&agent, dsh_agent::AbortSignal::new(), None)
+        .await
+        .unwrap();
+    assert!(result.is_some());
+    *target.lock().unwrap() = None;
+    h.finish().await;
+}
