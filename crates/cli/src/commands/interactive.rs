@@ -17,12 +17,15 @@ use crate::tui::interactive::{
     run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
     SessionListing, TuiAnswerer,
 };
+use crate::tui::ContextFill;
 use dsh_agent::{
-    install_model_selection, Agent, AgentCancelCause, AgentHandle, CancelOptions, ModelSelection,
-    ModelSelectionRef,
+    install_model_selection, AbortSignal, Agent, AgentCancelCause, AgentHandle, CancelOptions,
+    ModelSelection, ModelSelectionRef,
 };
+use dsh_compaction::{CompactionEngine, MeterService};
 use dsh_kernel::Disposer;
-use dsh_protocol::{Message, SessionId};
+use dsh_llm::LlmRuntime;
+use dsh_protocol::{LlmCallConfig, Message, SessionId};
 use dsh_store::SessionPersistence;
 use dsh_tools_builtin::approval::events::{fold_session_safety, log_sandbox_mode, SafetyFold};
 use dsh_tools_builtin::{PermissionPreset, SandboxMode, SessionSafety};
@@ -159,6 +162,17 @@ pub struct AppDriver {
     /// Shared by every agent this UI starts, so a `/model` choice survives `/clear`.
     selection: Arc<ModelSelectionRef>,
     current: Mutex<Current>,
+    /// The context window of the model last asked about, so measuring the context after
+    /// every burst of events does not resolve the model again.
+    window: Mutex<Option<ModelWindow>>,
+}
+
+/// What the model runtime says about one route's model window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ModelWindow {
+    provider: String,
+    model: String,
+    window: Option<u64>,
 }
 
 impl AppDriver {
@@ -172,7 +186,47 @@ impl AppDriver {
                 live: None,
                 preset: None,
             }),
+            window: Mutex::new(None),
         }
+    }
+
+    /// The context window of the model in use, as the model runtime resolves it for the
+    /// route (the same answer the agent loop gets); `None` when it is unknown or the model
+    /// does not resolve.
+    async fn model_window(&self) -> Option<u64> {
+        let CurrentModel {
+            provider, model, ..
+        } = self.model();
+        let known = self
+            .window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(known) = known.filter(|w| w.provider == provider && w.model == model) {
+            return known.window;
+        }
+        let llm = self.runtime.ctx().get::<LlmRuntime>()?;
+        let config = LlmCallConfig {
+            provider: provider.clone(),
+            model: model.clone(),
+            ..LlmCallConfig::default()
+        };
+        let window = match llm
+            .prepare_call(config, &tokio_util::sync::CancellationToken::new())
+            .await
+        {
+            Ok(call) => call.context_window(),
+            Err(error) => {
+                tracing::debug!(%error, "the model's context window is unknown");
+                None
+            }
+        };
+        *self.window.lock().unwrap_or_else(PoisonError::into_inner) = Some(ModelWindow {
+            provider,
+            model,
+            window,
+        });
+        window
     }
 
     fn current(&self) -> MutexGuard<'_, Current> {
@@ -575,6 +629,61 @@ impl AgentDriver for AppDriver {
             self.switch(id.clone(), None).await;
             Ok(self.opened(id, OpenedHow::New, Vec::new()))
         })
+    }
+
+    fn context(&self) -> BoxFuture<'_, Option<ContextFill>> {
+        Box::pin(async move {
+            // The model runtime reports a window without saying whether it is a default
+            // guess, so a reported window is shown as known.
+            let window = self.model_window().await;
+            let Some(agent) = self.live_agent() else {
+                // Nothing is sent before the first prompt starts the agent.
+                return window.map(|window| ContextFill {
+                    tokens: 0,
+                    window: Some(window),
+                    window_guessed: false,
+                });
+            };
+            let meter = agent.ctx().get::<MeterService>()?;
+            match meter.measure(agent.session()) {
+                Ok(measurement) => Some(ContextFill {
+                    tokens: measurement.total_tokens,
+                    window,
+                    window_guessed: false,
+                }),
+                Err(error) => {
+                    tracing::debug!(%error, "the token meter cannot measure this session");
+                    None
+                }
+            }
+        })
+    }
+
+    fn compact(&self) -> Result<(), DriverError> {
+        let Some(agent) = self.live_agent() else {
+            // No prompt yet, so no agent and no history.
+            let none = dsh_compaction::result_message(None);
+            let _ = self.inputs.send(Input::Compacted(Ok(none)));
+            return Ok(());
+        };
+        let engine = agent.ctx().get::<CompactionEngine>().ok_or_else(|| {
+            DriverError::Unsupported("compaction is not configured in this composition".into())
+        })?;
+        let inputs = self.inputs.clone();
+        // The summary takes a model call; the UI keeps running meanwhile, and Esc (the
+        // agent's cancel) aborts the maintenance the attempt runs in.
+        tokio::spawn(async move {
+            let outcome = engine.compact_now(&agent, AbortSignal::new(), None).await;
+            let text = match outcome {
+                Ok(result) => Ok(dsh_compaction::result_message(result.as_ref())),
+                Err(error) => {
+                    tracing::debug!(code = error.code(), %error, "manual compaction did not compact");
+                    Err(error.user_message().to_owned())
+                }
+            };
+            let _ = inputs.send(Input::Compacted(text));
+        });
+        Ok(())
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -102,7 +102,7 @@ fn bash_fixture() {
     );
     assert_eq!(
         StatusLine::new(&transcript).text(),
-        "idle · deepseek-v4-flash (deepseek-official) · 16.1k in / 67 out · context 0.8% of 1M"
+        "idle · deepseek-v4-flash (deepseek-official) · 16.1k in / 67 out · ctx 0.8% (8.1k/1M)"
     );
 }
 
@@ -173,4 +173,79 @@ fn parallel_tools_fixture() {
         .filter(|e| matches!(e, Entry::Tool(card) if matches!(card.state, ToolState::Done { .. })))
         .count();
     assert_eq!(cards, 2);
+}
+
+/// The original's compaction fixture: 24 reads under a 10k window, 22 compactions and 22
+/// failed attempts (its re-summarise defect), resumed here as a person would see it.
+#[test]
+fn compaction_fixture() {
+    let dir =
+        Path::new("/work/shared/fixtures/dsh-0.1.0-compaction/sessions/--home-user-project--");
+    let session = std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let bytes = std::fs::read(session.join("session.jsonl.zstd")).unwrap();
+    let text = String::from_utf8(zstd::decode_all(bytes.as_slice()).unwrap()).unwrap();
+    let events: Vec<SessionEvent> = text
+        .lines()
+        .skip(1)
+        .map(|line| SessionEvent::from_json(line).unwrap())
+        .collect();
+    let mut transcript = Transcript::from_events(&events);
+    assert_eq!(transcript.run_state(), RunState::Idle);
+    let lines = screen_lines(&transcript);
+    let count = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
+    // The checkpoints replace history; none is shown as something the person typed.
+    assert_eq!(count("› "), 1, "{lines:#?}");
+    assert!(!lines
+        .iter()
+        .any(|l| l.contains("compacted-summary") || l.contains("checkpoint")));
+    assert_eq!(count("▸ compacted "), 22);
+    assert_eq!(
+        count("· compaction attempt failed, nothing changed: summary is not smaller than"),
+        22
+    );
+    assert_eq!(count("✓ read  note"), 24);
+    assert_lines_in_order_of(
+        &lines,
+        &[
+            "› Read all the notes one by one",
+            "▸ compacted 2 messages (~139 tokens) → summary (~123 tokens)  (Ctrl-O shows the summary)",
+            "· compaction attempt failed, nothing changed: summary is not smaller than the shadowed content (123 estimated framed tokens >= 123)",
+            "• all notes read",
+            "─ turn 1 completed",
+        ],
+    );
+    transcript.set_compaction_expanded(true);
+    let lines = screen_lines(&transcript);
+    let first = lines
+        .iter()
+        .position(|l| l.starts_with("▾ compacted "))
+        .unwrap();
+    assert_eq!(
+        lines[first..first + 5],
+        [
+            "▾ compacted 2 messages (~139 tokens) → summary (~123 tokens)",
+            "  ## Primary Request and Intent",
+            "  - read notes",
+            "  ## Current Work",
+            "  - reading notes (summary)",
+        ]
+    );
+}
+
+fn assert_lines_in_order_of(lines: &[String], expected: &[&str]) {
+    let mut from = 0;
+    for want in expected {
+        match lines[from..].iter().position(|line| line == want) {
+            Some(at) => from += at + 1,
+            None => panic!(
+                "missing {want:?} after line {from} in:\n{}",
+                lines.join("\n")
+            ),
+        }
+    }
 }

@@ -1,8 +1,11 @@
 //! Transcript entries as styled, wrapped lines. Pure: the same transcript and width always
 //! give the same lines, which is what the inline viewport pushes into scrollback.
 
-use super::text::{one_line, seconds, truncate, wrap};
-use super::transcript::{Entry, RetryNotice, ToolCard, ToolState, Transcript, TurnOutcome};
+use super::text::{compact_count, one_line, plural, seconds, truncate, wrap};
+use super::transcript::{
+    CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, ToolCard, ToolState,
+    Transcript, TurnOutcome,
+};
 use dsh_session::{Todo, TodoStatus};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -10,6 +13,25 @@ use unicode_width::UnicodeWidthStr;
 
 /// How many lines of a tool result a card shows.
 pub const RESULT_PREVIEW_LINES: usize = 4;
+
+/// Which collapsible entries are shown in full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detail {
+    /// The model's reasoning, every line (else one dimmed line per block).
+    pub reasoning: bool,
+    /// Compaction cards with their summary (else one line each).
+    pub compaction: bool,
+}
+
+impl Detail {
+    /// What `transcript` is set to show.
+    pub fn of(transcript: &Transcript) -> Self {
+        Self {
+            reasoning: transcript.reasoning_expanded(),
+            compaction: transcript.compaction_expanded(),
+        }
+    }
+}
 
 /// All lines of the transcript at `width` columns.
 pub fn transcript_lines(transcript: &Transcript, width: u16) -> Vec<Line<'static>> {
@@ -21,14 +43,14 @@ pub fn transcript_lines(transcript: &Transcript, width: u16) -> Vec<Line<'static
         if previous.is_some() && !adjacent_tools {
             lines.push(Line::default());
         }
-        lines.extend(entry_lines(entry, width, transcript.reasoning_expanded()));
+        lines.extend(entry_lines(entry, width, Detail::of(transcript)));
         previous = Some(entry);
     }
     lines
 }
 
 /// The lines of one entry.
-pub fn entry_lines(entry: &Entry, width: u16, reasoning_expanded: bool) -> Vec<Line<'static>> {
+pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'static>> {
     let width = usize::from(width);
     match entry {
         Entry::User { text } => block(
@@ -57,8 +79,10 @@ pub fn entry_lines(entry: &Entry, width: u16, reasoning_expanded: bool) -> Vec<L
             lines
         }
         Entry::Reasoning { text, streaming } => {
-            reasoning_lines(text, *streaming, width, reasoning_expanded)
+            reasoning_lines(text, *streaming, width, detail.reasoning)
         }
+        Entry::Compaction(card) => compaction_lines(card, width, detail.compaction),
+        Entry::Pruned(note) => prune_lines(note, width),
         Entry::Tool(card) => tool_lines(card, width),
         Entry::Retry(notice) => retry_lines(notice, width),
         Entry::Todos(todos) => todo_lines(todos, width),
@@ -119,6 +143,83 @@ fn reasoning_lines(
         format!("{label}{}", truncate(&one_line(last), room)),
         style,
     )]
+}
+
+/// A compaction: a live line while the summary is requested, then one line that opens to
+/// the summary, or a dim note for an attempt that failed or never finished.
+fn compaction_lines(card: &CompactionCard, width: usize, expanded: bool) -> Vec<Line<'static>> {
+    let note = |text: String| vec![Line::styled(truncate(&text, width), dim())];
+    let done = match &card.state {
+        CompactionState::Running | CompactionState::Summarized(_) => {
+            let what = if card.manual {
+                "compacting older history (/compact; Esc cancels)…"
+            } else {
+                "compacting older history to free context…"
+            };
+            return vec![Line::styled(
+                truncate(&format!("⟳ {what}"), width),
+                Style::new().fg(Color::Cyan),
+            )];
+        }
+        CompactionState::Failed { error } => {
+            return note(format!(
+                "· compaction attempt failed, nothing changed: {}",
+                one_line(error)
+            ));
+        }
+        CompactionState::Abandoned => {
+            return note(
+                "· compaction attempt interrupted (dsh stopped before it finished)".into(),
+            );
+        }
+        CompactionState::Done(done) => done,
+    };
+    let (mark, hint) = if expanded {
+        ("▾ ", "")
+    } else {
+        ("▸ ", "  (Ctrl-O shows the summary)")
+    };
+    let head = format!(
+        "{mark}compacted {} (~{} tokens) → summary (~{} tokens)",
+        plural(done.messages, "message"),
+        compact_count(done.shadowed_tokens),
+        compact_count(done.summary_tokens)
+    );
+    let head_style = Style::new().fg(Color::Cyan);
+    let mut lines = if expanded || head.width() + hint.width() > width {
+        vec![Line::styled(truncate(&head, width), head_style)]
+    } else {
+        vec![Line::from(vec![
+            Span::styled(head, head_style),
+            Span::styled(hint, dim()),
+        ])]
+    };
+    if expanded {
+        let summary = if done.summary.is_empty() {
+            "(the summary is empty)"
+        } else {
+            &done.summary
+        };
+        lines.extend(block("  ", "  ", summary, width, Style::new()));
+    }
+    lines
+}
+
+fn prune_lines(note: &PruneNote, width: usize) -> Vec<Line<'static>> {
+    let sizes = if note.tokens_after > 0 {
+        format!(
+            "~{} → ~{} tokens",
+            compact_count(note.tokens_before),
+            compact_count(note.tokens_after)
+        )
+    } else {
+        format!("~{} tokens", compact_count(note.tokens_before))
+    };
+    let text = format!(
+        "· pruned {} to head and tail ({sizes}); the log keeps the full output",
+        plural(note.results, "old tool result")
+    );
+    vec![Line::styled(truncate(&text, width), dim())]
 }
 
 fn tool_lines(card: &ToolCard, width: usize) -> Vec<Line<'static>> {

@@ -8,6 +8,7 @@
 //! files do no I/O.
 
 mod approval;
+mod context;
 mod input;
 pub mod interactive;
 mod lines;
@@ -16,11 +17,13 @@ mod transcript;
 mod views;
 
 pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
+pub use context::ContextFill;
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, RESULT_PREVIEW_LINES};
+pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
-    Entry, RetryNotice, RunState, ToolCard, ToolState, Transcript, TurnOutcome, UsageTotals,
+    Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,
+    ToolState, Transcript, TurnOutcome, UsageTotals,
 };
 pub use views::{StatusLine, TranscriptView};
 
@@ -61,6 +64,8 @@ impl Widget for Screen<'_> {
     }
 }
 
+#[cfg(test)]
+mod compaction_tests;
 #[cfg(test)]
 mod fixture_tests;
 #[cfg(test)]

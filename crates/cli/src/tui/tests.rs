@@ -8,12 +8,12 @@ use serde_json::{json, Value};
 
 /// A log under construction; seqs are assigned in order.
 #[derive(Default)]
-struct Log {
-    events: Vec<SessionEvent>,
+pub(super) struct Log {
+    pub(super) events: Vec<SessionEvent>,
 }
 
 impl Log {
-    fn add(&mut self, type_name: &str, data: Value) -> &mut Self {
+    pub(super) fn add(&mut self, type_name: &str, data: Value) -> &mut Self {
         let mut raw = json!({"type": type_name, "seq": self.events.len(), "time": 0, "data": data});
         if matches!(
             type_name,
@@ -25,12 +25,12 @@ impl Log {
         self
     }
 
-    fn turn_start(&mut self, turn: u64) -> &mut Self {
+    pub(super) fn turn_start(&mut self, turn: u64) -> &mut Self {
         self.add("turn/start", json!({"turn": turn}))
             .add("step/start", json!({"turn": turn, "step": 1}))
     }
 
-    fn user(&mut self, text: &str) -> &mut Self {
+    pub(super) fn user(&mut self, text: &str) -> &mut Self {
         self.add(
             "user/message",
             json!({"id": format!("u{}", self.events.len()), "role": "user",
@@ -59,7 +59,7 @@ impl Log {
                 "block": {"type": kind, "text": format!("{first}{second}")}}))
     }
 
-    fn assistant(&mut self, content: Value, usage: Value) -> &mut Self {
+    pub(super) fn assistant(&mut self, content: Value, usage: Value) -> &mut Self {
         self.add(
             "assistant/message",
             json!({"turn": 1, "step": 1, "usage": usage, "message": {"id": format!("a{}", self.events.len()),
@@ -68,22 +68,22 @@ impl Log {
         )
     }
 
-    fn turn_end(&mut self, turn: u64, reason: Value) -> &mut Self {
+    pub(super) fn turn_end(&mut self, turn: u64, reason: Value) -> &mut Self {
         self.add("step/end", json!({"turn": turn, "step": 1}))
             .add("turn/end", json!({"turn": turn, "reason": reason}))
     }
 
-    fn transcript(&self) -> Transcript {
+    pub(super) fn transcript(&self) -> Transcript {
         Transcript::from_events(&self.events)
     }
 }
 
-fn usage(input: u64, output: u64, cached: u64) -> Value {
+pub(super) fn usage(input: u64, output: u64, cached: u64) -> Value {
     json!({"inputTokens": input, "outputTokens": output, "cacheReadTokens": cached})
 }
 
 /// Renders with ratatui's test backend and returns the screen, trailing spaces trimmed.
-fn draw(width: u16, height: u16, widget: impl Widget) -> String {
+pub(super) fn draw(width: u16, height: u16, widget: impl Widget) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal
         .draw(|frame| frame.render_widget(widget, frame.area()))
@@ -350,7 +350,7 @@ fn the_status_line() {
     );
     assert_eq!(
         draw(90, 1, StatusLine::new(&transcript)),
-        "idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · context 1.0% of 1M"
+        "idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · ctx 1.0% (10k/1M)"
     );
     assert_eq!(
         draw(40, 1, StatusLine::new(&transcript)),

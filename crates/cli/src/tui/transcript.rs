@@ -8,12 +8,17 @@
 //! [`crate::sanitize`] on the way in (per streamed block, so a sequence split across deltas
 //! goes whole), since the view's text ends up on the person's terminal.
 
+mod compaction;
+
+pub use compaction::{Compacted, CompactionCard, CompactionState, PruneNote};
+
+use super::context::ContextFill;
 use super::text::args_summary;
 use crate::sanitize::{sanitize, TerminalSanitizer};
 use dsh_protocol::{
     CallId, ContentBlock, FinishReason, LlmFailure, MessageSource, StreamChunk, TokenUsage,
 };
-use dsh_session::{EventData, SessionEvent, Todo, TurnEndCancelCause, TurnEndReason};
+use dsh_session::{EventData, SessionEvent, SurfaceOp, Todo, TurnEndCancelCause, TurnEndReason};
 use std::collections::HashMap;
 
 /// One visible item of the transcript.
@@ -38,6 +43,10 @@ pub enum Entry {
     Retry(RetryNotice),
     /// A todo list as written by `todo_write`.
     Todos(Vec<Todo>),
+    /// A compaction of older history (or a failed attempt).
+    Compaction(CompactionCard),
+    /// Old tool results cut to their head and tail.
+    Pruned(PruneNote),
     TurnEnd {
         turn: u64,
         outcome: TurnOutcome,
@@ -129,6 +138,9 @@ pub struct Transcript {
     run: Option<RunState>,
     todos: Vec<Todo>,
     reasoning_expanded: bool,
+    compaction_expanded: bool,
+    /// The latest measurement of the context, from the application's token meter.
+    context_fill: Option<ContextFill>,
     stream: StreamState,
 }
 
@@ -209,6 +221,36 @@ impl Transcript {
         self.reasoning_expanded = expanded;
     }
 
+    pub fn compaction_expanded(&self) -> bool {
+        self.compaction_expanded
+    }
+
+    /// Shows compaction cards with their summary (`true`) or as one line (`false`).
+    pub fn set_compaction_expanded(&mut self, expanded: bool) {
+        self.compaction_expanded = expanded;
+    }
+
+    /// How full the context is: the meter's latest measurement when there is one, else the
+    /// prompt the provider reported for the latest call, against the known window.
+    pub fn context_fill(&self) -> ContextFill {
+        match self.context_fill {
+            Some(fill) => ContextFill {
+                window: fill.window.or(self.context_window),
+                ..fill
+            },
+            None => ContextFill {
+                tokens: self.usage.last_prompt.unwrap_or(0),
+                window: self.context_window,
+                window_guessed: false,
+            },
+        }
+    }
+
+    /// Records the meter's measurement (`None`: nothing measures this session).
+    pub fn set_context_fill(&mut self, fill: Option<ContextFill>) {
+        self.context_fill = fill;
+    }
+
     /// Folds one event in. Events the view does not show are ignored.
     pub fn apply(&mut self, event: &SessionEvent) {
         match &event.data {
@@ -224,6 +266,9 @@ impl Transcript {
                     step: Some(step.step),
                 });
                 self.stream = StreamState::default();
+            }
+            EventData::UserMessage(message) if is_replace(event) => {
+                self.replaced_user_message(message);
             }
             EventData::UserMessage(message) => {
                 if matches!(message.source, MessageSource::User { .. }) {
@@ -281,6 +326,9 @@ impl Transcript {
                 summary: clean(&args_summary(&call.name, &call.arguments)),
                 state: ToolState::Running,
             })),
+            EventData::ToolResult(result) if is_replace(event) => {
+                self.replaced_tool_result(&result.message);
+            }
             EventData::ToolResult(result) => {
                 let (call_id, output, is_error) = match result.message.content.as_slice() {
                     [ContentBlock::ToolResult {
@@ -357,7 +405,14 @@ impl Transcript {
                     notice.started = true;
                 }
             }
+            EventData::EndSeed => self.abandon_compactions(),
+            EventData::Other { .. } => {
+                self.apply_compaction(event);
+            }
             EventData::TurnEnd(end) => {
+                if matches!(end.reason, TurnEndReason::Interrupted) {
+                    self.abandon_compactions();
+                }
                 self.settle_stream(false);
                 self.stream = StreamState::default();
                 self.run = Some(RunState::Idle);
@@ -473,6 +528,12 @@ impl Transcript {
             self.usage.last_prompt = Some(prompt);
         }
     }
+}
+
+/// Whether a surface event replaces earlier nodes (a checkpoint, a pruned result) instead of
+/// adding to the conversation.
+fn is_replace(event: &SessionEvent) -> bool {
+    matches!(event.surface_op, Some(SurfaceOp::Replace { .. }))
 }
 
 /// `text` as the view may show it.

@@ -1,7 +1,7 @@
 //! Widgets over the transcript: the scrolling conversation and the status line.
 
 use super::lines::transcript_lines;
-use super::text::{compact_count, percent, truncate};
+use super::text::{compact_count, truncate};
 use super::transcript::{RunState, Transcript};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -94,13 +94,9 @@ impl<'a> StatusLine<'a> {
             compact_count(usage.input),
             compact_count(usage.output)
         ));
-        if let Some(window) = t.context_window() {
-            let fill = usage.last_prompt.unwrap_or(0);
-            parts.push(format!(
-                "context {} of {}",
-                percent(fill, window),
-                compact_count(window)
-            ));
+        let fill = t.context_fill();
+        if fill.window.is_some() || fill.tokens > 0 {
+            parts.push(fill.status_text());
         }
         parts.join(" · ")
     }

@@ -6,6 +6,7 @@ use dsh_cli::tui::interactive::{
     AgentDriver, CurrentModel, DriverError, Effect, Input, InteractiveState, LiveView, OpenedHow,
     OpenedSession, SessionListing,
 };
+use dsh_cli::tui::ContextFill;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
 use dsh_tools_builtin::PermissionPreset;
@@ -206,6 +207,10 @@ pub struct FakeDriver {
     pub sessions: Vec<SessionListing>,
     /// What `resume`, `fork` and `new_session` open.
     pub opens: Mutex<Vec<OpenedSession>>,
+    /// What `context` measures.
+    pub context: Mutex<Option<ContextFill>>,
+    /// Why `compact` does not start, if it does not.
+    pub compact_refusal: Option<String>,
 }
 
 impl FakeDriver {
@@ -298,6 +303,19 @@ impl AgentDriver for FakeDriver {
     fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
         let result = self.next_open("new-session".into());
         Box::pin(async move { result })
+    }
+
+    fn context(&self) -> BoxFuture<'_, Option<ContextFill>> {
+        let fill = *self.context.lock().unwrap();
+        Box::pin(async move { fill })
+    }
+
+    fn compact(&self) -> Result<(), DriverError> {
+        self.record("compact".into());
+        match &self.compact_refusal {
+            Some(why) => Err(DriverError::Failed(why.clone())),
+            None => Ok(()),
+        }
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A tmux server on its own socket, killed when dropped.
-struct Tmux {
+pub(super) struct Tmux {
     socket: PathBuf,
 }
 
@@ -27,13 +27,13 @@ impl Tmux {
             .unwrap()
     }
 
-    fn pane(&self) -> String {
+    pub(super) fn pane(&self) -> String {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "dsh"]).stdout).into_owned()
     }
 
     /// Waits until the pane shows `text` and has stopped changing (a capture can land in
     /// the middle of a redraw); panics with the pane after a generous limit.
-    fn wait_for(&self, text: &str) -> String {
+    pub(super) fn wait_for(&self, text: &str) -> String {
         let start = Instant::now();
         let mut previous = String::new();
         loop {
@@ -65,7 +65,7 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-fn tmux_available() -> bool {
+pub(super) fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
         .output()
@@ -102,7 +102,7 @@ fn dsh_command(sandbox: &Sandbox, args: &[&str]) -> String {
 }
 
 /// Every stored session, oldest first.
-fn stored(root: &Path) -> Vec<StoredSession> {
+pub(super) fn stored(root: &Path) -> Vec<StoredSession> {
     let store = JsonlBackend::new(JsonlConfig::new(root));
     let mut sessions = store.list().unwrap();
     sessions.sort_by_key(|s| s.created_at);
@@ -112,7 +112,7 @@ fn stored(root: &Path) -> Vec<StoredSession> {
         .collect()
 }
 
-fn turn_end_kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
+pub(super) fn turn_end_kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
     events
         .iter()
         .filter(|e| e.type_name() == "turn/end")
@@ -127,12 +127,12 @@ fn turn_end_kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
 
 impl Tmux {
     /// Starts `dsh` for `sandbox` in a 90x24 pane and waits for its input box.
-    fn start(sandbox: &Sandbox) -> Self {
+    pub(super) fn start(sandbox: &Sandbox) -> Self {
         Self::start_with(sandbox, &[])
     }
 
     /// [`start`](Self::start) with `args` on dsh's command line.
-    fn start_with(sandbox: &Sandbox, args: &[&str]) -> Self {
+    pub(super) fn start_with(sandbox: &Sandbox, args: &[&str]) -> Self {
         let tmux = Tmux {
             socket: sandbox.home.path().join("tmux.sock"),
         };
@@ -154,17 +154,17 @@ impl Tmux {
     }
 
     /// Types `text` and presses Enter.
-    fn enter(&self, text: &str) {
+    pub(super) fn enter(&self, text: &str) {
         self.run(&["send-keys", "-t", "dsh", "-l", text]);
         self.run(&["send-keys", "-t", "dsh", "Enter"]);
     }
 
-    fn keys(&self, keys: &str) {
+    pub(super) fn keys(&self, keys: &str) {
         self.run(&["send-keys", "-t", "dsh", keys]);
     }
 
     /// Ctrl-C twice; true when dsh then exited.
-    fn quit(&self) -> bool {
+    pub(super) fn quit(&self) -> bool {
         self.keys("C-c");
         self.wait_for("press Ctrl-C again to quit");
         self.keys("C-c");
@@ -177,7 +177,7 @@ impl Tmux {
 }
 
 /// The pane's lines from the one equal to `first`, `count` of them.
-fn lines_from(pane: &str, first: &str, count: usize) -> Vec<String> {
+pub(super) fn lines_from(pane: &str, first: &str, count: usize) -> Vec<String> {
     let lines: Vec<&str> = pane.lines().map(str::trim_end).collect();
     let from = lines
         .iter()

@@ -6,6 +6,7 @@
 //! the UI testable with a scripted driver and lets the application own every resource.
 
 use super::state::Input;
+use crate::tui::ContextFill;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
 use dsh_tools_builtin::approval::{ApprovalAnswerer, ApprovalDecision, ApprovalQuestion};
@@ -120,6 +121,15 @@ pub trait AgentDriver: Send + Sync {
     /// Forks the current session and continues in the child.
     fn fork(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
     fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
+    /// How full the context of the session on screen is: the token meter's estimate of the
+    /// next request against the model's window. `None` when nothing measures it (no agent
+    /// yet, or a composition without compaction). Cheap: the meter is kept up to date as
+    /// events are appended, so this is a read, not a rescan.
+    fn context(&self) -> BoxFuture<'_, Option<ContextFill>>;
+    /// Starts a manual compaction of the session on screen and returns at once (it asks the
+    /// model for a summary, which takes a while); the outcome arrives later as
+    /// [`Input::Compacted`]. An error means it did not start.
+    fn compact(&self) -> Result<(), DriverError>;
     /// Stops work and makes everything durable; the UI exits afterwards.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }

@@ -30,6 +30,8 @@ pub struct Runner<B: Backend> {
     state: InteractiveState,
     driver: Arc<dyn AgentDriver>,
     answers: Answers,
+    /// Session events arrived since the context was last measured.
+    context_stale: bool,
 }
 
 impl<B: Backend> std::fmt::Debug for Runner<B> {
@@ -53,6 +55,7 @@ impl<B: Backend> Runner<B> {
             state: InteractiveState::new(width),
             driver,
             answers,
+            context_stale: true,
         })
     }
 
@@ -78,11 +81,25 @@ impl<B: Backend> Runner<B> {
             }
         }
         while let Some(input) = inputs.pop_front() {
+            if matches!(input, Input::Session { .. } | Input::Opened(_)) {
+                self.context_stale = true;
+            }
             for effect in self.state.reduce(input) {
                 self.execute(effect, &mut inputs).await?;
             }
         }
         Ok(())
+    }
+
+    /// Measures the context again if events arrived since the last measurement (once per
+    /// redraw at most, however many events a burst held).
+    pub async fn refresh_context(&mut self) -> io::Result<()> {
+        if !self.context_stale {
+            return Ok(());
+        }
+        self.context_stale = false;
+        let fill = self.driver.context().await;
+        self.handle(Input::Context(fill)).await
     }
 
     /// Draws the live area.
@@ -114,6 +131,7 @@ impl<B: Backend> Runner<B> {
     ) -> io::Result<()> {
         let mut ticks = tokio::time::interval(std::time::Duration::from_millis(TICK_MS));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.refresh_context().await?;
         self.draw()?;
         while !self.state.is_quitting() {
             let input = tokio::select! {
@@ -131,6 +149,7 @@ impl<B: Backend> Runner<B> {
                     Err(_) => break,
                 }
             }
+            self.refresh_context().await?;
             self.draw()?;
         }
         Ok(())
@@ -173,6 +192,10 @@ impl<B: Backend> Runner<B> {
             Effect::ShowPermission => Ok(Some(Input::Notice(permission_lines(Some(
                 driver.permission(),
             ))))),
+            Effect::Compact => driver
+                .compact()
+                .map(|()| None)
+                .or_else(|error| Ok(Some(Input::Compacted(Err(error.to_string()))))),
             Effect::SetPermission(preset) => driver
                 .set_permission(preset)
                 .await

@@ -15,6 +15,8 @@ pub enum SlashCommand {
     Permission(Option<PermissionPreset>),
     /// Starts a new session.
     Clear,
+    /// Summarizes older history into a checkpoint now (idle agent only).
+    Compact,
     Quit,
 }
 
@@ -23,7 +25,7 @@ pub enum SlashCommand {
 pub enum SlashError {
     #[error("unknown command /{0}; /help lists the commands")]
     Unknown(String),
-    #[error("usage: {0}")]
+    #[error("Usage: {0}")]
     Usage(&'static str),
     #[error(
         "unknown permission preset {0:?}; choose read-only, workspace-write or danger-full-access"
@@ -91,6 +93,7 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
             (Some(_), true) => Err(SlashError::Usage("/permission [PRESET]")),
         },
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
+        "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
         "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
         other => Err(SlashError::Unknown(other.to_owned())),
     }
@@ -111,13 +114,16 @@ pub const HELP: &[&str] = &[
     "  /fork               fork this session and continue in the copy",
     "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
+    "  /compact            summarize older history now to free context (agent idle)",
     "  /quit               leave (Ctrl-C twice does too)",
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",
     "  Tab      queue a follow-up for after the current turn",
-    "  Esc      cancel the running turn; queued input stays (Enter on an empty line sends it)",
+    "  Esc      cancel the running turn or /compact; queued input stays (Enter on an empty",
+    "           line sends it)",
     "  Up/Down  recall earlier lines",
     "  Ctrl-T   show or hide the model's thinking",
+    "  Ctrl-O   show or hide compaction summaries (shows the latest one again)",
     "  Ctrl-J   new line in the prompt",
     "  //text   send a prompt that starts with /",
 ];
@@ -174,6 +180,7 @@ mod tests {
             Ok(SlashCommand::Permission(Some(PermissionPreset::ReadOnly)))
         );
         assert_eq!(command("/clear"), Ok(SlashCommand::Clear));
+        assert_eq!(command("/compact"), Ok(SlashCommand::Compact));
         assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
     }
 
@@ -184,6 +191,14 @@ mod tests {
             Err(SlashError::Usage("/resume SESSION_ID"))
         );
         assert_eq!(command("/fork now"), Err(SlashError::Usage("/fork")));
+        assert_eq!(
+            command("/compact everything"),
+            Err(SlashError::Usage("/compact (no arguments)"))
+        );
+        assert_eq!(
+            SlashError::Usage("/compact (no arguments)").to_string(),
+            "Usage: /compact (no arguments)"
+        );
         assert_eq!(
             command("/frobnicate"),
             Err(SlashError::Unknown("frobnicate".into()))

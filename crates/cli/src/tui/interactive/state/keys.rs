@@ -31,11 +31,12 @@ impl InteractiveState {
             KeyCode::Char('j') if ctrl => self.input.insert('\n'),
             KeyCode::Enter => self.submit(false, effects),
             KeyCode::Tab => self.submit(true, effects),
-            KeyCode::Esc if self.is_running() => effects.push(Effect::Cancel),
+            KeyCode::Esc if self.is_running() || self.compacting => effects.push(Effect::Cancel),
             KeyCode::Char('t') if ctrl => {
                 let expanded = self.transcript.reasoning_expanded();
                 self.transcript.set_reasoning_expanded(!expanded);
             }
+            KeyCode::Char('o') if ctrl => self.toggle_compaction(effects),
             KeyCode::Char('d') if ctrl && self.input.text().is_empty() => self.quit(effects),
             KeyCode::Char('a') if ctrl => self.input.home(),
             KeyCode::Char('e') if ctrl => self.input.end(),
@@ -148,6 +149,9 @@ impl InteractiveState {
 
     /// Enter (`follow_up` false) or Tab (`true`) on the typed text.
     fn submit(&mut self, follow_up: bool, effects: &mut Vec<Effect>) {
+        if self.refuse_compact(effects) {
+            return;
+        }
         let Some(text) = self.input.submit() else {
             // A cancelled turn leaves queued input parked; Enter on an empty line sends it.
             let queued = !self.input.queue().is_empty() || !self.input.steering().is_empty();
@@ -172,12 +176,31 @@ impl InteractiveState {
         }
     }
 
+    /// `/compact` while the agent works (or another compaction runs) is refused with the
+    /// line left in the input box, so Enter sends it again once the agent is idle.
+    fn refuse_compact(&mut self, effects: &mut Vec<Effect>) -> bool {
+        let typed = slash::classify(self.input.text());
+        if typed != Submitted::Command(Ok(SlashCommand::Compact)) {
+            return false;
+        }
+        let why = if self.is_running() {
+            "/compact needs an idle agent: let the turn finish (or press Esc to stop it), \
+             then press Enter again"
+        } else if self.compacting {
+            "a compaction is already under way; Esc cancels it"
+        } else {
+            return false;
+        };
+        self.error(why.into(), effects);
+        true
+    }
+
     fn command(&mut self, command: SlashCommand, effects: &mut Vec<Effect>) {
         let needs_idle = matches!(
             command,
             SlashCommand::Resume(_) | SlashCommand::Fork | SlashCommand::Clear
         );
-        if needs_idle && self.is_running() {
+        if needs_idle && (self.is_running() || self.compacting) {
             self.error(
                 "the agent is busy; press Esc to cancel the turn first".into(),
                 effects,
@@ -197,6 +220,10 @@ impl InteractiveState {
             SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),
             SlashCommand::Permission(Some(preset)) => effects.push(Effect::SetPermission(preset)),
             SlashCommand::Clear => effects.push(Effect::NewSession),
+            SlashCommand::Compact => {
+                self.compacting = true;
+                effects.push(Effect::Compact);
+            }
             SlashCommand::Quit => self.quit(effects),
         }
     }

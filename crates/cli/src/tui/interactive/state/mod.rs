@@ -13,7 +13,8 @@ use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::text::wrap;
 use crate::tui::{
-    entry_lines, ApprovalPrompt, Entry, EscalationLine, InputBox, RunState, ToolState, Transcript,
+    entry_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine, InputBox, RunState,
+    ToolState, Transcript,
 };
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
@@ -61,6 +62,11 @@ pub enum Input {
     Notice(Vec<String>),
     /// An effect failed; the text says why.
     Failed(String),
+    /// A `/compact` finished: the result text, `Err` when it did not compact.
+    Compacted(Result<String, String>),
+    /// The application measured the context of the session on screen (`None`: nothing
+    /// measures it).
+    Context(Option<ContextFill>),
     /// Leave now (SIGTERM).
     Quit,
 }
@@ -88,6 +94,8 @@ pub enum Effect {
     NewSession,
     ShowPermission,
     SetPermission(PermissionPreset),
+    /// Start a manual compaction; its outcome comes back as [`Input::Compacted`].
+    Compact,
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
@@ -131,6 +139,8 @@ pub struct InteractiveState {
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
+    /// A `/compact` is under way (the agent stays idle meanwhile).
+    compacting: bool,
 }
 
 impl InteractiveState {
@@ -150,6 +160,7 @@ impl InteractiveState {
             recalled: None,
             quit_armed: 0,
             quitting: false,
+            compacting: false,
         }
     }
 
@@ -179,6 +190,11 @@ impl InteractiveState {
         !matches!(self.transcript.run_state(), RunState::Idle)
     }
 
+    /// Whether a `/compact` is under way.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting
+    }
+
     /// Whether [`Effect::Quit`] was issued.
     pub fn is_quitting(&self) -> bool {
         self.quitting
@@ -190,6 +206,8 @@ impl InteractiveState {
             Some("press Ctrl-C again to quit")
         } else if !self.approvals.is_empty() {
             Some("waiting for your approval")
+        } else if self.compacting {
+            Some("compacting history (Esc cancels)")
         } else {
             None
         }
@@ -250,6 +268,17 @@ impl InteractiveState {
                 self.note(lines, &mut effects);
             }
             Input::Failed(text) => self.error(text, &mut effects),
+            Input::Compacted(outcome) => {
+                self.compacting = false;
+                match outcome {
+                    Ok(text) => {
+                        let lines = self.wrapped(&text, Style::new());
+                        self.note(lines, &mut effects);
+                    }
+                    Err(text) => self.error(text, &mut effects),
+                }
+            }
+            Input::Context(fill) => self.transcript.set_context_fill(fill),
             Input::Quit => self.quit(&mut effects),
         }
         self.flush(&mut effects);
@@ -287,6 +316,7 @@ impl InteractiveState {
             opened.context_window,
         );
         transcript.set_reasoning_expanded(self.transcript.reasoning_expanded());
+        transcript.set_compaction_expanded(self.transcript.compaction_expanded());
         for event in &opened.events {
             transcript.apply(event);
         }
@@ -294,6 +324,7 @@ impl InteractiveState {
         self.pending = PendingInput::from_events(&opened.events);
         self.next_seq = opened.events.last().map_or(0, |e| e.seq + 1);
         self.session = Some(opened.id.clone());
+        self.compacting = false;
         let (note, replay) = match &opened.how {
             OpenedHow::New => (format!("new session {}", opened.id), false),
             OpenedHow::Resumed => (format!("resumed session {}", opened.id), true),
@@ -356,9 +387,9 @@ impl InteractiveState {
             return;
         }
         let mut lines = Vec::new();
-        let expanded = self.transcript.reasoning_expanded();
+        let detail = Detail::of(&self.transcript);
         for entry in &self.transcript.entries()[self.flushed..settled] {
-            push_entry(&mut lines, &mut self.printed, entry, self.width, expanded);
+            push_entry(&mut lines, &mut self.printed, entry, self.width, detail);
         }
         self.flushed = settled;
         push_scrollback(effects, lines);
@@ -369,11 +400,29 @@ impl InteractiveState {
     pub fn live_lines(&self) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         let mut printed = self.printed;
-        let expanded = self.transcript.reasoning_expanded();
+        let detail = Detail::of(&self.transcript);
         for entry in &self.transcript.entries()[self.flushed..] {
-            push_entry(&mut lines, &mut printed, entry, self.width, expanded);
+            push_entry(&mut lines, &mut printed, entry, self.width, detail);
         }
         lines
+    }
+
+    /// Ctrl-O: shows compaction cards with their summary, or as one line. Cards already in
+    /// scrollback cannot change there, so opening prints the newest one again, in full.
+    pub(super) fn toggle_compaction(&mut self, effects: &mut Vec<Effect>) {
+        let expanded = !self.transcript.compaction_expanded();
+        self.transcript.set_compaction_expanded(expanded);
+        if !expanded {
+            return;
+        }
+        let newest = self.transcript.entries()[..self.flushed]
+            .iter()
+            .rev()
+            .find(|entry| matches!(entry, Entry::Compaction(card) if card.compacted().is_some()));
+        if let Some(entry) = newest {
+            let lines = entry_lines(entry, self.width, Detail::of(&self.transcript));
+            self.note(lines, effects);
+        }
     }
 
     fn sync_queue(&mut self) {
@@ -389,14 +438,14 @@ fn push_entry(
     printed: &mut Printed,
     entry: &Entry,
     width: u16,
-    expanded: bool,
+    detail: Detail,
 ) {
     let is_tool = matches!(entry, Entry::Tool(_));
     let together = is_tool && *printed == Printed::Tool;
     if *printed != Printed::Nothing && !together {
         lines.push(Line::default());
     }
-    lines.extend(entry_lines(entry, width, expanded));
+    lines.extend(entry_lines(entry, width, detail));
     *printed = if is_tool {
         Printed::Tool
     } else {
@@ -410,6 +459,9 @@ fn settled(entry: &Entry, last: bool) -> bool {
         Entry::Assistant { streaming, .. } | Entry::Reasoning { streaming, .. } => !streaming,
         Entry::Tool(card) => !matches!(card.state, ToolState::Running),
         Entry::Retry(notice) => notice.started || !last,
+        Entry::Compaction(card) => card.is_settled(),
+        // A run of prunes grows until something else follows.
+        Entry::Pruned(_) => !last,
         Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } => true,
     }
 }
