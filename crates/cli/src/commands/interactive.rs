@@ -173,6 +173,8 @@ struct ModelWindow {
     provider: String,
     model: String,
     window: Option<u64>,
+    /// The window is a default for a model nothing describes (shown as a guess).
+    guessed: bool,
 }
 
 impl AppDriver {
@@ -191,9 +193,10 @@ impl AppDriver {
     }
 
     /// The context window of the model in use, as the model runtime resolves it for the
-    /// route (the same answer the agent loop gets); `None` when it is unknown or the model
-    /// does not resolve.
-    async fn model_window(&self) -> Option<u64> {
+    /// route (the same answer the agent loop gets), and whether that window is a default
+    /// guess (from the settings' model entry); `None` when it is unknown or the model does
+    /// not resolve.
+    async fn model_window(&self) -> Option<(u64, bool)> {
         let CurrentModel {
             provider, model, ..
         } = self.model();
@@ -203,7 +206,7 @@ impl AppDriver {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(known) = known.filter(|w| w.provider == provider && w.model == model) {
-            return known.window;
+            return known.window.map(|window| (window, known.guessed));
         }
         let llm = self.runtime.ctx().get::<LlmRuntime>()?;
         let config = LlmCallConfig {
@@ -221,12 +224,15 @@ impl AppDriver {
                 None
             }
         };
+        let guessed = crate::app::model_info(self.runtime.settings(), &provider, &model)
+            .is_some_and(|info| info.context_window_guessed());
         *self.window.lock().unwrap_or_else(PoisonError::into_inner) = Some(ModelWindow {
             provider,
             model,
             window,
+            guessed,
         });
-        window
+        window.map(|window| (window, guessed))
     }
 
     fn current(&self) -> MutexGuard<'_, Current> {
@@ -633,15 +639,15 @@ impl AgentDriver for AppDriver {
 
     fn context(&self) -> BoxFuture<'_, Option<ContextFill>> {
         Box::pin(async move {
-            // The model runtime reports a window without saying whether it is a default
-            // guess, so a reported window is shown as known.
-            let window = self.model_window().await;
+            let resolved = self.model_window().await;
+            let window = resolved.map(|(window, _)| window);
+            let window_guessed = resolved.is_some_and(|(_, guessed)| guessed);
             let Some(agent) = self.live_agent() else {
                 // Nothing is sent before the first prompt starts the agent.
                 return window.map(|window| ContextFill {
                     tokens: 0,
                     window: Some(window),
-                    window_guessed: false,
+                    window_guessed,
                 });
             };
             let meter = agent.ctx().get::<MeterService>()?;
@@ -649,7 +655,7 @@ impl AgentDriver for AppDriver {
                 Ok(measurement) => Some(ContextFill {
                     tokens: measurement.total_tokens,
                     window,
-                    window_guessed: false,
+                    window_guessed,
                 }),
                 Err(error) => {
                     tracing::debug!(%error, "the token meter cannot measure this session");
