@@ -406,16 +406,24 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "approval/decided",
             "approval/policy",
             "sandbox/mode",
-            "permission/preset"
+            "permission/preset",
+            "compaction/start",
+            "compaction/summary",
+            "compaction/end",
+            "compaction/prune",
         ]
     );
     for name in declared {
         let registered = dsh_session::declared_event_type(name).unwrap();
-        assert!(
-            registered.rust_name().starts_with("dsh_tools_builtin::"),
-            "{name}"
-        );
+        let owner = if name.starts_with("compaction/") {
+            "dsh_compaction::"
+        } else {
+            "dsh_tools_builtin::"
+        };
+        assert!(registered.rust_name().starts_with(owner), "{name}");
     }
+    // The invariant companions are registered with them.
+    assert!(dsh_session::registered_invariant_companions().any(|name| name == "compaction"));
 }
 
 #[test]

@@ -112,6 +112,7 @@ fn a_valid_file_loads_every_section() {
             ("llm", "llm", false),
             ("llm-openai", "llm-openai", false),
             ("llm-retry", "llm-retry", false),
+            ("compaction", "compaction", false),
             ("system-prompt", "system-prompt", false),
             ("tools", "tools", false),
             ("tools-builtin", "tools-builtin", false),
@@ -122,7 +123,7 @@ fn a_valid_file_loads_every_section() {
         ]
     );
     assert_eq!(
-        settings.composition.rows[7].config,
+        settings.composition.rows[8].config,
         json!({"max_parallel": 4})
     );
     assert_eq!(settings.row_sources["tools"], file(41));
