@@ -146,6 +146,7 @@ fn config_show_json_is_machine_readable() {
             "llm",
             "llm-openai",
             "llm-retry",
+            "compaction",
             "system-prompt",
             "tools",
             "tools-builtin",
