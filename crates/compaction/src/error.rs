@@ -30,9 +30,6 @@ pub enum MeterError {
         cited: u64,
         reason: &'static str,
     },
-    /// The cited chunks do not assemble into content.
-    #[error("token meter: assistant/message at seq {seq}: {reason}")]
-    Assembly { seq: u64, reason: String },
 }
 
 impl MeterError {
@@ -45,7 +42,6 @@ impl MeterError {
             Self::MessageOutsideStep { .. } => "METER_MESSAGE_OUTSIDE_STEP",
             Self::InvalidReplace { .. } => "METER_INVALID_REPLACE",
             Self::BadChunkCitation { .. } => "METER_BAD_CHUNK_CITATION",
-            Self::Assembly { .. } => "METER_ASSEMBLY",
         }
     }
 }

@@ -337,7 +337,7 @@ impl TokenMeter {
                 };
                 let provider_price = match event.source_event_seqs.as_deref() {
                     None => price,
-                    Some(cited) => provider_price(seq, open, cited)?,
+                    Some(cited) => provider_price(seq, open, cited)?.unwrap_or(price),
                 };
                 let total = usage.input_tokens
                     + usage.cache_read_tokens.unwrap_or(0)
@@ -427,7 +427,10 @@ fn signed(value: u64) -> i64 {
 
 /// The price of what the provider streamed for this message: the cited chunks re-assembled.
 /// Each cited seq must be an earlier, unique `assistant/chunk` of the message's turn and step.
-fn provider_price(seq: u64, open: &OpenStep, cited: &[u64]) -> Result<u64, MeterError> {
+/// `None` when the chunks do not assemble (a block of a kind that only a `block-end` can
+/// carry, never closed): the message's own price stands in, since a stream the assembler
+/// cannot rebuild should not make the session unmeasurable.
+fn provider_price(seq: u64, open: &OpenStep, cited: &[u64]) -> Result<Option<u64>, MeterError> {
     let ascending = cited.windows(2).all(|w| w[0] < w[1]);
     let mut seen = HashSet::new();
     let mut assembler = BlockAssembler::new();
@@ -452,13 +455,11 @@ fn provider_price(seq: u64, open: &OpenStep, cited: &[u64]) -> Result<u64, Meter
         }
         assembler.push(chunk);
     }
-    let blocks = assembler.blocks().map_err(|e| MeterError::Assembly {
-        seq,
-        reason: e.to_string(),
-    })?;
-    Ok(if blocks.is_empty() {
-        0
-    } else {
-        estimate_blocks(&blocks) + OVERHEAD
-    })
+    Ok(assembler.blocks().ok().map(|blocks| {
+        if blocks.is_empty() {
+            0
+        } else {
+            estimate_blocks(&blocks) + OVERHEAD
+        }
+    }))
 }

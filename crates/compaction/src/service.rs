@@ -132,6 +132,9 @@ impl MeterService {
         if !self.store.is_live(session) {
             return None;
         }
+        // A session that left the store without `session/disposed` (entered but never
+        // announced) must not stay here either: new entries sweep the departed ones.
+        meters.retain(|_, slot| self.store.is_live(&slot.session));
         let tracked = Arc::new(Mutex::new(Tracked {
             meter: TokenMeter::new(),
             failed: false,

@@ -37,6 +37,34 @@ pub fn load_fixture() -> (SessionHeader, Vec<Arc<SessionEvent>>) {
     (header, events)
 }
 
+/// Every compaction event the original wrote decodes to our typed payload, passes its
+/// validation hook, and serializes back to exactly the original's data.
+#[test]
+fn the_original_compaction_events_decode_validate_and_round_trip() {
+    fn check<T: PluginEvent + PartialEq + std::fmt::Debug>(event: &SessionEvent) -> bool {
+        let Some(decoded) = event.decode::<T>() else {
+            return false;
+        };
+        let decoded = decoded.unwrap();
+        decoded.validate().unwrap();
+        assert_eq!(
+            serde_json::to_value(&decoded).unwrap(),
+            event.data.to_value(),
+            "seq {}",
+            event.seq
+        );
+        true
+    }
+    let (_, events) = load_fixture();
+    let mut counts = [0; 3];
+    for event in &events {
+        counts[0] += usize::from(check::<CompactionStart>(event));
+        counts[1] += usize::from(check::<CompactionSummary>(event));
+        counts[2] += usize::from(check::<CompactionEnd>(event));
+    }
+    assert_eq!(counts, [44, 22, 44]);
+}
+
 /// The original's configuration in the fixture: a 10,000-token window, retainRatio 0.16.
 const RETAIN: u64 = 1600;
 

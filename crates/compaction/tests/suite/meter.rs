@@ -450,3 +450,48 @@ fn the_provider_price_is_the_reassembled_stream() {
     assert_eq!(m.total_tokens, 9100 + kept - streamed);
     let _ = Arc::new(());
 }
+
+/// Cited chunks the assembler cannot rebuild (an image block that never closed) do not make
+/// the session unmeasurable: the message's own price stands in for the provider's.
+#[test]
+fn unassemblable_chunks_fall_back_to_the_message_price() {
+    let s = session("s");
+    s.append(header("sys"), log_only()).unwrap();
+    s.append(step_start(1, 1), log_only()).unwrap();
+    let c = s
+        .append(
+            chunk(
+                1,
+                1,
+                StreamChunk::BlockStart {
+                    index: 0,
+                    block_type: dsh_protocol::BlockType::Image,
+                },
+            ),
+            log_only(),
+        )
+        .unwrap()
+        .seq;
+    let a = s
+        .append(
+            assistant(
+                1,
+                1,
+                "a",
+                vec![ContentBlock::text("answer")],
+                Some(usage(9000, 10)),
+            ),
+            surface().sources(vec![c]),
+        )
+        .unwrap()
+        .seq;
+    s.append(step_end(1, 1), log_only()).unwrap();
+    let mut meter = TokenMeter::new();
+    meter.catch_up(&s).unwrap();
+    let m = meter.measure();
+    assert_eq!(
+        m.total_tokens, 9010,
+        "anchored at the message's own price (delta 0)"
+    );
+    assert_eq!(m.surface_tokens, price_of(&s, a));
+}

@@ -198,11 +198,10 @@ fn reference(events: &[Arc<SessionEvent>]) -> (Vec<SurfaceNode>, Measurement) {
                                 };
                                 assembler.push(&ch.chunk);
                             }
-                            let blocks = assembler.blocks().unwrap();
-                            if blocks.is_empty() {
-                                0
-                            } else {
-                                estimate_blocks(&blocks) + 4
+                            match assembler.blocks() {
+                                Ok(blocks) if blocks.is_empty() => 0,
+                                Ok(blocks) => estimate_blocks(&blocks) + 4,
+                                Err(_) => own,
                             }
                         }
                     };

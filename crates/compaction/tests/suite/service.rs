@@ -104,3 +104,25 @@ fn a_log_the_meter_refuses_is_reported_on_every_measurement() {
         "stopped before the refused event"
     );
 }
+
+/// A session that leaves the store without `session/disposed` (entered, never announced) is
+/// swept when the next session gets a meter.
+#[test]
+fn departed_sessions_are_swept() {
+    let (ctx, store, service) = mounted();
+    let quiet = store.prepare(None, SessionOptions::default()).unwrap();
+    let detach = store.enter(&ctx, &quiet).unwrap();
+    service.measure(&quiet).unwrap();
+    assert_eq!(service.tracked(), 1);
+    detach.detach();
+    assert_eq!(
+        service.tracked(),
+        1,
+        "no session/disposed for an unannounced session"
+    );
+    let other = store.create(&ctx, None, SessionOptions::default()).unwrap();
+    service.measure(&other).unwrap();
+    assert_eq!(service.tracked(), 1);
+    assert_eq!(service.folded(&quiet), None);
+    assert_eq!(service.folded(&other), Some(0));
+}
