@@ -452,6 +452,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
         };
         assert!(registered.rust_name().starts_with(owner), "{name}");
     }
+    // The invariant companions are registered with them.
+    assert!(dsh_session::registered_invariant_companions().any(|name| name == "compaction"));
 }
 
 #[test]

@@ -63,7 +63,7 @@ async fn compact_now_on_an_idle_agent_compacts_without_a_turn() {
     assert_eq!(start.turn, None, "a standalone compaction owns no turn");
     assert_eq!(start.source_command_id.as_deref(), Some("cmd-1"));
     assert_eq!(
-        serde_json::to_value(&events[len as usize].data.to_value()).unwrap()["turn"],
+        events[len as usize].data.to_value()["turn"],
         Value::Null,
         "turn is written as null"
     );
@@ -240,7 +240,7 @@ async fn usage_of_the_summary_call_is_recorded() {
     };
     let summary: ScriptEntry = Response::new()
         .text(SUMMARY)
-        .usage(Some(usage.clone()))
+        .usage(Some(usage))
         .finish(FinishReason::Stop)
         .chunks()
         .into();
