@@ -74,6 +74,13 @@ pub fn frame_summary(summary: &[ContentBlock]) -> Vec<ContentBlock> {
     content
 }
 
+/// The estimated price of a checkpoint whose summary is empty: the framing alone (preamble,
+/// tags, message overhead). A span worth no more than this can never be replaced by a smaller
+/// checkpoint, so selection refuses it before any model call is spent on it.
+pub fn framing_tokens() -> u64 {
+    crate::estimate::estimate_message(&checkpoint_message("", None, &[]))
+}
+
 /// The checkpoint message for one compaction, with a fresh id.
 pub fn checkpoint_message(
     compaction_id: &str,

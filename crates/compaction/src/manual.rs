@@ -157,7 +157,7 @@ async fn manual_attempt(
     if let Some(reason) = engine.busy_reason(session) {
         return Err(AttemptError::Busy { reason });
     }
-    let Some(range) = engine.select(session, 0, SelectFloor::RELATIVE_ONLY)? else {
+    let Some(range) = engine.select(session, 0, SelectFloor::framing())? else {
         return Ok(None);
     };
     let region = Region {

@@ -104,7 +104,7 @@ pub(crate) async fn recover(
 ) -> Result<Option<CompactionResult>, AttemptError> {
     let session = agent.session();
     prune_session(session, &engine.pruner)?;
-    let Some(range) = engine.select(session, 0, SelectFloor::RELATIVE_ONLY)? else {
+    let Some(range) = engine.select(session, 0, SelectFloor::framing())? else {
         return Ok(None);
     };
     let region = Region {

@@ -62,6 +62,14 @@ impl SelectFloor {
     /// checkpoint's price); no absolute minimum.
     pub const RELATIVE_ONLY: SelectFloor = SelectFloor { min_new_tokens: 0 };
 
+    /// The relative rules plus the least a checkpoint costs: new material worth no more than
+    /// an empty checkpoint's framing ([`framing_tokens`](crate::checkpoint::framing_tokens))
+    /// cannot shrink. The floor of manual and overflow compaction, which have no threshold
+    /// but must still never spend a model call on a span that cannot get smaller.
+    pub fn framing() -> SelectFloor {
+        Self::new(crate::checkpoint::framing_tokens() + 1)
+    }
+
     /// A floor of `min_new_tokens` plus the relative rules.
     pub const fn new(min_new_tokens: u64) -> Self {
         Self { min_new_tokens }

@@ -621,8 +621,9 @@ fn assert_resumed(
 
 /// After the kills and the completed resume, the session is not held by a dead process's
 /// compaction: no attempt of the resumed runs was refused as busy, and a manual compaction
-/// now runs and leaves a valid log. It may compact, find nothing worth compacting, or (on a
-/// tiny remaining range) fail its summary as not smaller; never `busy`.
+/// now runs and leaves a valid log. It may compact, find nothing worth compacting (a range
+/// no larger than a checkpoint's framing is refused before any model call), or fail its
+/// summary as not smaller than a range the scripted summary outweighs; never `busy`.
 async fn assert_lock_free(sandbox: &Sandbox, layout: Layout, id: &str, context: &str) {
     let session = dsh_protocol::SessionId::new(id);
     let before = layout.store(sandbox).load(&session).unwrap().events;
