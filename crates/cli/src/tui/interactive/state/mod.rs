@@ -63,6 +63,8 @@ pub enum Input {
     Failed(String),
     /// Leave now (SIGTERM).
     Quit,
+    /// How many background jobs are running (or stopping) in this process.
+    Jobs(usize),
 }
 
 /// Something the runner must do.
@@ -131,6 +133,8 @@ pub struct InteractiveState {
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
+    /// Live background jobs, for the status line.
+    jobs: usize,
 }
 
 impl InteractiveState {
@@ -150,7 +154,13 @@ impl InteractiveState {
             recalled: None,
             quit_armed: 0,
             quitting: false,
+            jobs: 0,
         }
+    }
+
+    /// Live background jobs (the status line's `1 job`).
+    pub fn jobs(&self) -> usize {
+        self.jobs
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -251,6 +261,7 @@ impl InteractiveState {
             }
             Input::Failed(text) => self.error(text, &mut effects),
             Input::Quit => self.quit(&mut effects),
+            Input::Jobs(count) => self.jobs = count,
         }
         self.flush(&mut effects);
         self.sync_queue();
