@@ -5,7 +5,7 @@ use crate::notice::Delivery;
 use crate::output::OutputLimits;
 use crate::registry::{JobRegistry, RegistrySettings};
 use crate::tools::{JobKillTool, JobListTool, JobOutputTool, WaitLimits};
-use dsh_agent::InboxClaimed;
+use dsh_agent::{AgentDisposing, InboxClaimed};
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_protocol::MessageSource;
 use dsh_tools::{ToolRuntime, Typed};
@@ -36,6 +36,8 @@ pub struct JobsConfig {
     pub read_limit_bytes: usize,
     /// Where jobs without a directory of their own spill (`$TMPDIR/dsh-jobs`).
     pub spill_dir: Option<PathBuf>,
+    /// How long an owner's disposal waits for its killed jobs to stop (10000).
+    pub dispose_wait_ms: u64,
 }
 
 impl Default for JobsConfig {
@@ -52,6 +54,7 @@ impl Default for JobsConfig {
             spill_limit_bytes: output.spill_limit,
             read_limit_bytes: output.read_limit,
             spill_dir: None,
+            dispose_wait_ms: 10_000,
         }
     }
 }
@@ -81,6 +84,7 @@ impl JobsConfig {
         positive(self.memory_limit_bytes as u64, "memoryLimitBytes")?;
         positive(self.spill_limit_bytes, "spillLimitBytes")?;
         positive(self.read_limit_bytes as u64, "readLimitBytes")?;
+        positive(self.dispose_wait_ms, "disposeWaitMs")?;
         if self.wait_timeout_ms > self.max_wait_timeout_ms {
             return Err(JobsConfigError::DefaultAboveMax {
                 default: self.wait_timeout_ms,
@@ -133,6 +137,21 @@ impl Plugin for JobsPlugin {
         tools
             .register(ctx, Typed::arc(JobKillTool::new(registry.clone())))?
             .forget();
+        let weak = Arc::downgrade(&registry);
+        let wait = Duration::from_millis(config.dispose_wait_ms);
+        ctx.on_parallel::<AgentDisposing, _, _>(move |disposing| {
+            let registry = weak.upgrade();
+            let owner = disposing.agent.id().clone();
+            async move {
+                if let Some(registry) = registry {
+                    if tokio::time::timeout(wait, registry.dispose_owner(&owner)).await.is_err() {
+                        tracing::warn!(agent = %owner, "background jobs still stopping after the disposal wait");
+                    }
+                }
+                Ok(())
+            }
+        })?
+        .forget();
         let weak = Arc::downgrade(&registry);
         ctx.on::<InboxClaimed>(move |claimed| {
             if matches!(claimed.message.source, MessageSource::User { .. }) {

@@ -38,15 +38,24 @@ impl Jobs {
     }
 }
 
-/// Stops a job by settling it killed, as a bash runner does once the group is gone.
-struct SlotHandle(Slot);
+/// Stops a job by settling it killed, as a bash runner does once the group is gone; a
+/// `slow` one takes a while to stop, like a command ignoring SIGTERM until SIGKILL.
+struct SlotHandle(Slot, bool);
 
 impl JobHandle for SlotHandle {
     fn kill(&self) -> BoxFuture<'static, ()> {
+        let killed = JobOutcome::Killed {
+            detail: Some("signal: SIGTERM".into()),
+        };
         if let Some(ticket) = self.0.lock().unwrap().take() {
-            ticket.settle(JobOutcome::Killed {
-                detail: Some("signal: SIGTERM".into()),
-            });
+            if self.1 {
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    ticket.settle(killed);
+                });
+            } else {
+                ticket.settle(killed);
+            }
         }
         Box::pin(async {})
     }
@@ -74,12 +83,13 @@ impl Tool for StartJob {
             let registry = caller.ctx().get::<JobRegistry>().unwrap();
             let slot: Slot = Arc::default();
             let label = args["label"].as_str().unwrap_or_default().to_owned();
+            let slow = label.starts_with("slow");
             let ticket = registry
                 .start(
                     caller.agent(),
                     JobKind::Bash,
                     label,
-                    Arc::new(SlotHandle(slot.clone())),
+                    Arc::new(SlotHandle(slot.clone(), slow)),
                 )
                 .map_err(|e| ToolFailure::coded("JobError", e.code(), e.to_string()))?;
             let id = ticket.id().to_string();

@@ -627,3 +627,37 @@ async fn timeout_ms_zero_and_negative_fail_clearly_and_huge_values_are_capped() 
     assert_eq!(digest(&h.log_json()), expected);
     h.finish().await;
 }
+
+#[tokio::test]
+async fn disposing_the_owner_kills_and_awaits_its_jobs_without_a_notice() {
+    let (h, _jobs, registry) = harness(
+        Harness::builder().script([
+            tool_call_response(&[("c1", "start_job", r#"{"label":"slow server"}"#)]).into(),
+            text_response("serving").into(),
+        ]),
+        json!({}),
+    );
+    let handle = h.create_agent().await;
+    let agent = handle.agent().clone();
+    agent.followup(msg("serve")).unwrap();
+    agent.when_idle().await;
+    let owner = agent.id().clone();
+    assert_eq!(registry.live_count_of(&owner), 1);
+    handle.dispose().await;
+    // The disposal returned only once the job had stopped; its snapshot is gone with it.
+    assert!(registry.list(&owner).is_empty());
+    assert!(registry.is_quiet());
+    let expected = lines(vec![
+        first_turn("serve"),
+        called(
+            "start_job",
+            r#"{"label":"slow server"}"#,
+            "started background job bash-1",
+        ),
+        l(&["step/end 1.1"]),
+        step(1, 2, said("serving")),
+        l(&["turn/end 1 completed"]),
+    ]);
+    assert_eq!(digest(&log_json(&agent.session().events())), expected);
+    h.finish().await;
+}
