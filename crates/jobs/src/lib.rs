@@ -22,7 +22,7 @@ mod types;
 
 pub use notice::{completion_message, completion_text, Delivery, NOTICE_PLUGIN};
 pub use output::OutputLimits;
-pub use plugin::{JobsConfig, JobsConfigError, JobsPlugin};
+pub use plugin::{JobsConfig, JobsConfigError, JobsPlugin, JOBS_SECTION};
 pub use registry::{JobRead, JobRegistry, JobStart, JobTicket, KillOutcome, RegistrySettings};
 pub use tools::{JobKillTool, JobListTool, JobOutputTool, WaitLimits};
 pub use types::{

@@ -7,6 +7,7 @@ use crate::registry::{JobRegistry, RegistrySettings};
 use crate::tools::{JobKillTool, JobListTool, JobOutputTool, WaitLimits};
 use dsh_agent::{AgentDisposing, InboxClaimed};
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
+use dsh_prompt::{Section, SystemPrompt};
 use dsh_protocol::MessageSource;
 use dsh_tools::{ToolRuntime, Typed};
 use serde::Deserialize;
@@ -111,6 +112,16 @@ impl JobsConfig {
     }
 }
 
+/// The system-prompt section about jobs (name and order as in the original).
+pub const JOBS_SECTION: &str = "tool:jobs";
+const JOBS_SECTION_ORDER: f64 = 106.0;
+const JOBS_SECTION_TEXT: &str = "Background jobs: a tool call made with `run_in_background` \
+returns a job id (such as `bash-1`) at once and the work goes on without you. Keep track of the \
+ids you start. Do not poll a job in a loop: you are told when it finishes. Collect its output \
+with `job_output` (`wait: true` blocks until it finishes) or stop it with `job_kill`, and do one \
+or the other for every job you started before you give your final answer. `job_list` shows \
+your jobs.";
+
 /// Mounts the job registry and its tools.
 #[derive(Debug)]
 pub struct JobsPlugin;
@@ -137,6 +148,15 @@ impl Plugin for JobsPlugin {
         tools
             .register(ctx, Typed::arc(JobKillTool::new(registry.clone())))?
             .forget();
+        // The prompt service is optional: without it the tools still work, unexplained.
+        if let Some(prompt) = ctx.get::<SystemPrompt>() {
+            prompt
+                .section(
+                    ctx,
+                    Section::new(JOBS_SECTION, JOBS_SECTION_ORDER, JOBS_SECTION_TEXT),
+                )?
+                .forget();
+        }
         let weak = Arc::downgrade(&registry);
         let wait = Duration::from_millis(config.dispose_wait_ms);
         ctx.on_parallel::<AgentDisposing, _, _>(move |disposing| {

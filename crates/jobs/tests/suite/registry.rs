@@ -235,3 +235,46 @@ async fn a_wait_returns_the_live_job_at_its_timeout_and_refuses_zero() {
     assert_eq!(waited.state, JobState::Completed);
     assert!(waited.reported, "a waiter takes the notice's place");
 }
+
+#[test]
+fn timeout_ms_is_defaulted_capped_rounded_up_and_must_be_positive() {
+    let tool = dsh_jobs::JobOutputTool::new(Arc::new(registry()), dsh_jobs::WaitLimits::default());
+    assert_eq!(tool.wait_timeout(None).unwrap(), Duration::from_secs(30));
+    assert_eq!(
+        tool.wait_timeout(Some(1e300)).unwrap(),
+        Duration::from_secs(600)
+    );
+    assert_eq!(
+        tool.wait_timeout(Some(0.2)).unwrap(),
+        Duration::from_millis(1)
+    );
+    assert_eq!(
+        tool.wait_timeout(Some(1500.0)).unwrap(),
+        Duration::from_millis(1500)
+    );
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(
+            tool.wait_timeout(Some(bad)).unwrap_err().code(),
+            Some("JOB_INVALID")
+        );
+    }
+}
+
+#[test]
+fn a_default_wait_above_the_cap_is_refused_at_load() {
+    let config: dsh_jobs::JobsConfig =
+        serde_json::from_value(serde_json::json!({"waitTimeoutMs": 700000})).unwrap();
+    assert_eq!(
+        config.resolve().unwrap_err().to_string(),
+        "jobs: waitTimeoutMs (700000) exceeds maxWaitTimeoutMs (600000)"
+    );
+    let zero: dsh_jobs::JobsConfig =
+        serde_json::from_value(serde_json::json!({"maxJobsPerOwner": 0})).unwrap();
+    assert_eq!(
+        zero.resolve().unwrap_err().to_string(),
+        "jobs: maxJobsPerOwner must be positive"
+    );
+    assert!(
+        serde_json::from_value::<dsh_jobs::JobsConfig>(serde_json::json!({"maxJobs": 3})).is_err()
+    );
+}

@@ -88,6 +88,22 @@ async fn a_completion_wakes_an_idle_owner_which_reads_the_output() {
         l(&["turn/end 2 completed"]),
     ]);
     assert_eq!(digest(&h.log_json()), expected);
+    // The model was told how jobs work, and was offered the three tools.
+    let request = &h.adapter().requests()[0];
+    let system = request.system.clone().unwrap_or_default();
+    assert!(
+        system.contains("Background jobs: a tool call made with `run_in_background`"),
+        "{system}"
+    );
+    let names: Vec<&str> = request
+        .tools
+        .iter()
+        .flatten()
+        .map(|t| t.name.as_str())
+        .collect();
+    for tool in ["job_output", "job_list", "job_kill"] {
+        assert!(names.contains(&tool), "{names:?}");
+    }
     h.finish().await;
 }
 
