@@ -17,13 +17,15 @@ pub mod notice;
 mod output;
 mod plugin;
 mod registry;
+mod ticket;
 pub mod tools;
 mod types;
 
 pub use notice::{completion_message, completion_text, Delivery, NOTICE_PLUGIN};
 pub use output::OutputLimits;
 pub use plugin::{JobsConfig, JobsConfigError, JobsPlugin, JOBS_SECTION};
-pub use registry::{JobRead, JobRegistry, JobStart, JobTicket, KillOutcome, RegistrySettings};
+pub use registry::{JobRead, JobRegistry, JobStart, KillOutcome, RegistrySettings};
+pub use ticket::JobTicket;
 pub use tools::{JobKillTool, JobListTool, JobOutputTool, WaitLimits};
 pub use types::{
     JobAliasResolver, JobError, JobHandle, JobId, JobKind, JobOutcome, JobSnapshot, JobState,

@@ -6,6 +6,7 @@
 
 use crate::notice::{self, Delivery};
 use crate::output::{JobOutput, OutputLimits};
+use crate::ticket::JobTicket;
 use crate::types::{
     JobAliasResolver, JobError, JobHandle, JobId, JobKind, JobOutcome, JobSnapshot, JobState,
 };
@@ -81,33 +82,34 @@ pub struct JobRegistry {
 
 pub(crate) struct Shared {
     settings: RegistrySettings,
-    state: Mutex<State>,
+    pub(crate) state: Mutex<State>,
     version: watch::Sender<u64>,
     aliases: Mutex<Vec<(u64, Arc<dyn JobAliasResolver>)>>,
 }
 
 #[derive(Default)]
-struct State {
-    owners: HashMap<SessionId, Owner>,
+pub(crate) struct State {
+    pub(crate) owners: HashMap<SessionId, Owner>,
     /// Completions whose notice is being delivered: the registry is not quiet meanwhile.
     deliveries: usize,
     next_alias: u64,
 }
 
-struct Owner {
+pub(crate) struct Owner {
     agent: Weak<dyn Agent>,
-    counters: HashMap<JobKind, u64>,
+    pub(crate) counters: HashMap<JobKind, u64>,
     /// In start order.
-    jobs: Vec<Job>,
+    pub(crate) jobs: Vec<Job>,
     spent_wakes: u32,
     disposing: bool,
-    _effect: Option<Disposer>,
+    /// Ties the owner's jobs to its scope's unwinding.
+    effect: Option<Disposer>,
 }
 
-struct Job {
-    snapshot: JobSnapshot,
+pub(crate) struct Job {
+    pub(crate) snapshot: JobSnapshot,
     handle: Arc<dyn JobHandle>,
-    output: JobOutput,
+    pub(crate) output: JobOutput,
     final_output: Option<String>,
     waiters: usize,
     kill_reason: Option<String>,
@@ -227,14 +229,14 @@ impl JobRegistry {
                 jobs: Vec::new(),
                 spent_wakes: 0,
                 disposing: false,
-                _effect: None,
+                effect: None,
             });
         if let Some(effect) = effect {
-            if entry._effect.is_some() {
+            if entry.effect.is_some() {
                 // A concurrent first start won the race; this registration is redundant.
                 effect.dispose();
             } else {
-                entry._effect = Some(effect);
+                entry.effect = Some(effect);
             }
         }
         if entry.disposing {
@@ -272,12 +274,7 @@ impl JobRegistry {
         });
         drop(state);
         self.shared.bump();
-        Ok(JobTicket {
-            shared: self.shared.clone(),
-            owner: owner_id,
-            id,
-            done: false,
-        })
+        Ok(JobTicket::new(self.shared.clone(), owner_id, id))
     }
 
     /// One job of `owner`; an id of another owner is refused exactly like an unknown one.
@@ -527,7 +524,7 @@ impl JobRegistry {
 }
 
 impl Shared {
-    fn bump(&self) {
+    pub(crate) fn bump(&self) {
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
 
@@ -600,7 +597,7 @@ impl Shared {
         }
     }
 
-    fn append(&self, owner: &SessionId, id: &JobId, bytes: &[u8]) {
+    pub(crate) fn append(&self, owner: &SessionId, id: &JobId, bytes: &[u8]) {
         let mut state = lock(&self.state);
         if let Some(job) = state.owners.get_mut(owner).and_then(|o| o.job_mut(id)) {
             if job.snapshot.state.is_live() {
@@ -610,7 +607,12 @@ impl Shared {
     }
 
     /// First-wins settlement, then (outside the lock) the completion notice.
-    fn settle(shared: &Arc<Shared>, owner: &SessionId, id: &JobId, outcome: JobOutcome) -> bool {
+    pub(crate) fn settle(
+        shared: &Arc<Shared>,
+        owner: &SessionId,
+        id: &JobId,
+        outcome: JobOutcome,
+    ) -> bool {
         let pending = {
             let mut state = lock(&shared.state);
             let Some(entry) = state.owners.get_mut(owner) else {
@@ -707,103 +709,4 @@ impl Drop for WaiterGuard {
             job.waiters = job.waiters.saturating_sub(1);
         }
     }
-}
-
-/// Held by a job's runner: stream output in, settle once. Dropping an unsettled ticket
-/// settles the job as failed, so no job stays live after its runner is gone.
-pub struct JobTicket {
-    shared: Arc<Shared>,
-    owner: SessionId,
-    id: JobId,
-    done: bool,
-}
-
-impl std::fmt::Debug for JobTicket {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JobTicket")
-            .field("id", &self.id)
-            .field("owner", &self.owner)
-            .finish()
-    }
-}
-
-impl JobTicket {
-    pub fn id(&self) -> &JobId {
-        &self.id
-    }
-
-    pub fn owner(&self) -> &SessionId {
-        &self.owner
-    }
-
-    /// Streamed output (ignored once the job settled).
-    pub fn append_output(&self, bytes: &[u8]) {
-        self.shared.append(&self.owner, &self.id, bytes);
-    }
-
-    /// Where the output spilled, once it outgrew the memory cap.
-    pub fn spill_path(&self) -> Option<PathBuf> {
-        let state = lock(&self.shared.state);
-        state
-            .owners
-            .get(&self.owner)
-            .and_then(|o| o.jobs.iter().find(|j| j.snapshot.id == self.id))
-            .and_then(|j| j.output.spill_path().map(PathBuf::from))
-    }
-
-    /// Total stream bytes received so far.
-    pub fn output_bytes(&self) -> u64 {
-        let state = lock(&self.shared.state);
-        state
-            .owners
-            .get(&self.owner)
-            .and_then(|o| o.jobs.iter().find(|j| j.snapshot.id == self.id))
-            .map_or(0, |j| j.output.total())
-    }
-
-    /// Records the outcome; only the first settlement counts. Returns whether this one did.
-    pub fn settle(mut self, outcome: JobOutcome) -> bool {
-        self.done = true;
-        Shared::settle(&self.shared, &self.owner, &self.id, outcome)
-    }
-
-    /// Withdraws a job whose work never started (its spawn failed): the entry is removed and,
-    /// when it was the newest of its kind, its number is free again.
-    pub fn abandon(mut self) {
-        self.done = true;
-        let mut state = lock(&self.shared.state);
-        if let Some(entry) = state.owners.get_mut(&self.owner) {
-            if let Some(at) = entry.jobs.iter().position(|j| j.snapshot.id == self.id) {
-                let job = entry.jobs.remove(at);
-                let counter = entry.counters.entry(job.snapshot.kind).or_insert(0);
-                if JobId::numbered(job.snapshot.kind, *counter) == self.id {
-                    *counter -= 1;
-                }
-            }
-        }
-        drop(state);
-        self.shared.bump();
-    }
-}
-
-impl Drop for JobTicket {
-    fn drop(&mut self) {
-        if !self.done {
-            Shared::settle(
-                &self.shared,
-                &self.owner,
-                &self.id,
-                JobOutcome::Failed {
-                    detail: "the job's runner stopped without reporting an outcome".into(),
-                },
-            );
-        }
-    }
-}
-
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<JobRegistry>();
-    is::<JobTicket>();
 }
