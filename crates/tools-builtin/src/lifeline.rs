@@ -13,7 +13,8 @@
 //!   died between the fork and the `prctl`.
 //! - **Watchdog for the group.** The parent-death signal reaches only that first process,
 //!   not what it started (`sleep` under `bash -c`). So before it execs, the child forks a
-//!   tiny watchdog into the same process group. The watchdog closes every descriptor but the
+//!   tiny watchdog into the same process group (double-forked, so it is not the command's
+//!   child). The watchdog closes every descriptor but the
 //!   read end of a process-wide *lifeline* pipe whose write end only dsh holds (close-on-exec
 //!   everywhere else), and blocks reading it. When dsh dies, for any reason, the kernel closes
 //!   the write end, the read returns end-of-file, and the watchdog kills its whole group,
@@ -74,17 +75,39 @@ pub(crate) fn arm(command: &mut tokio::process::Command) {
     }
 }
 
-/// Forks the watchdog. Runs in the forked child before exec.
+/// Starts the watchdog as a grandchild that is nobody's child: the command must not see an
+/// extra child of its own (a program that waits for all its children would wait forever), so
+/// an intermediate process forks the watchdog and exits at once, the child reaps it, and the
+/// watchdog is adopted by init (or the nearest subreaper). Runs in the forked child before
+/// exec.
 ///
 /// # Safety
-/// Only between fork and exec: it forks again and the new process never returns.
+/// Only between fork and exec: it forks twice and the new processes never return.
 unsafe fn start_watchdog(lifeline: RawFd) -> io::Result<()> {
-    // SAFETY: fork in a single-threaded child; the watchdog branch only makes
-    // async-signal-safe calls and ends in _exit.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => unsafe { watchdog(lifeline) },
-        _ => Ok(()),
+    // SAFETY: fork in a single-threaded child; both new branches make only async-signal-safe
+    // calls and end in _exit (or in `watchdog`, which does).
+    let middle = unsafe { libc::fork() };
+    match middle {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => unsafe {
+            if libc::fork() == 0 {
+                watchdog(lifeline);
+            }
+            libc::_exit(0)
+        },
+        _ => {}
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid on our own child; `status` is a valid out pointer.
+        let waited = unsafe { libc::waitpid(middle, &mut status, 0) };
+        if waited == middle {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
     }
 }
 

@@ -298,3 +298,16 @@ async fn commands_lead_their_own_session_without_a_terminal() {
     .await;
     assert_eq!(out.content, "leader\nno-tty\n");
 }
+
+/// The lifeline watchdog shares the command's process group but is not its child: a
+/// command's only children are the ones it started (here: `cat`).
+#[tokio::test]
+async fn the_watchdog_is_not_a_child_of_the_command() {
+    let fx = Fixture::new();
+    let out = run(&fx, "cat /proc/$$/task/$$/children; echo").await;
+    assert_eq!(out.content.split_whitespace().count(), 1, "{}", out.content);
+    // The group holds the shell, `ps`, and the watchdog (named after the spawner thread it
+    // was forked from).
+    let out = run(&fx, "ps -o comm= -g $$ > group.txt; sort group.txt").await;
+    assert_eq!(out.content, "bash\ndsh-spawner\nps\n");
+}
