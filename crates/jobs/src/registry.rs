@@ -233,8 +233,9 @@ impl JobRegistry {
             });
         if let Some(effect) = effect {
             if entry.effect.is_some() {
-                // A concurrent first start won the race; this registration is redundant.
-                effect.dispose();
+                // A concurrent first start won the race. Disposing this one would run its
+                // undo (killing the owner's jobs); kept, it only repeats an idempotent undo.
+                effect.forget();
             } else {
                 entry.effect = Some(effect);
             }

@@ -65,7 +65,13 @@ pub(crate) async fn start(
     if args.command.trim().is_empty() {
         return Err(ToolError::invalid(Bash::NAME, "command is empty").into());
     }
-    let caller = exec.caller().ok_or_else(unavailable)?;
+    let caller = exec.caller().ok_or_else(|| {
+        ToolFailure::coded(
+            "JobError",
+            "JOB_NO_AGENT",
+            "run_in_background needs an agent to own the job; this call runs for none",
+        )
+    })?;
     let registry = caller.ctx().get::<JobRegistry>().ok_or_else(unavailable)?;
     let cwd = resolve_workdir(&env, args.workdir.as_deref())?;
     let probe = tokio::task::spawn_blocking(SandboxProbe::current)
