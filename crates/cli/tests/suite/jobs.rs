@@ -134,8 +134,10 @@ async fn until_gone(what: &str, mut gone: impl FnMut() -> bool) {
     }
 }
 
-#[tokio::test]
-async fn no_process_of_a_background_command_survives_a_sigkill_of_dsh() {
+/// Starts `dsh run` with a long background command, waits until the command runs and the
+/// run waits for it, sends `signal` to dsh, and checks that no process of the command
+/// survives and every log verifies. Returns dsh's exit code.
+async fn signal_a_run_with_a_background_command(signal: i32) -> Option<i32> {
     let command = "sleep 300 & echo $! > grandchild.pid; echo $$ > shell.pid; wait";
     let server = serve(
         Script::new()
@@ -175,8 +177,13 @@ async fn no_process_of_a_background_command_survives_a_sigkill_of_dsh() {
     // The run is waiting for its job: nothing else would keep it alive.
     server.wait_for_requests(2).await;
     assert!(alive(shell) && alive(grandchild));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let status = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+        .status;
     until_gone("the shell", || !alive(shell)).await;
     until_gone("the shell's own background child", || !alive(grandchild)).await;
     until_gone("a process of the command's group", || {
@@ -193,4 +200,29 @@ async fn no_process_of_a_background_command_survives_a_sigkill_of_dsh() {
         text(&verify.stderr)
     );
     server.shutdown().await;
+    status.code()
+}
+
+#[tokio::test]
+async fn no_process_of_a_background_command_survives_a_sigkill_of_dsh() {
+    assert_eq!(
+        signal_a_run_with_a_background_command(libc::SIGKILL).await,
+        None
+    );
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_background_command_and_exits_cleanly() {
+    // SIGTERM cancels the turn, disposes the agent (killing and awaiting its job) and exits.
+    assert_eq!(
+        signal_a_run_with_a_background_command(libc::SIGTERM).await,
+        Some(0)
+    );
+}
+
+#[tokio::test]
+async fn sigint_stops_the_background_command_too() {
+    assert!(signal_a_run_with_a_background_command(libc::SIGINT)
+        .await
+        .is_some());
 }
