@@ -8,7 +8,9 @@
 use crate::agent::ReactLoopAgent;
 use crate::factory::LoopInner;
 use crate::phase::lock;
-use dsh_agent::{Agent, AgentCancelCause, AgentError, CancelOptions, RegistryExit};
+use dsh_agent::{
+    Agent, AgentCancelCause, AgentDisposing, AgentError, AgentEvent, CancelOptions, RegistryExit,
+};
 use dsh_kernel::Disposer;
 use dsh_session::{Detach, SessionStore};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
@@ -152,6 +154,19 @@ impl Lifecycle {
 async fn teardown(lifecycle: Arc<Lifecycle>) {
     if let Some(agent) = lifecycle.agent.get() {
         agent.when_idle().await;
+        // Work the agent started elsewhere (its background jobs) stops before its log closes.
+        let subject: Arc<dyn Agent> = agent.clone();
+        let disposing = Arc::new(AgentEvent {
+            agent: subject,
+            data: (),
+        });
+        if let Err(error) = agent
+            .ctx
+            .parallel::<AgentDisposing>(Some(agent.scope_key()), disposing)
+            .await
+        {
+            tracing::warn!(agent = %agent.id(), %error, "an agent/disposing listener failed");
+        }
         // The turn's closing events and the canceled inbox splices must be durable before
         // `dispose()` resolves: a process that exits right after disposing an agent must not
         // lose its tail. Persistence takes part through `session/flush`; without a

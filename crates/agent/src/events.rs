@@ -7,7 +7,7 @@
 
 use crate::agent::{Agent, AgentStatus};
 use crate::cause::AbortSignal;
-use dsh_kernel::{BoxError, Context, Event, Notification, ScopeKey, Serial, Waterfall};
+use dsh_kernel::{BoxError, Context, Event, Notification, Parallel, ScopeKey, Serial, Waterfall};
 use dsh_llm::ResolvedRetryPolicy;
 use dsh_protocol::{LlmCallConfig, LlmFailure, Message, SessionId};
 use serde::{Deserialize, Serialize};
@@ -84,6 +84,18 @@ agent_event!(
     /// `agent/error`: a non-abort failure the driver reported.
     AgentErrorEvent, "agent/error", Notification<AgentErrorReport>
 );
+
+/// `agent/disposing`: a disposal's cancel has taken effect and the agent is idle; its scope
+/// is about to unwind. Listeners stop work they run on the agent's behalf (its background
+/// jobs) and the disposal awaits them, so nothing the agent started outlives it.
+#[derive(Debug)]
+pub struct AgentDisposing;
+impl Event for AgentDisposing {
+    const NAME: &'static str = "agent/disposing";
+}
+impl Parallel for AgentDisposing {
+    type Args = AgentEvent<()>;
+}
 
 /// Data of [`InboxClaimed`].
 #[derive(Clone, Debug, PartialEq)]

@@ -34,10 +34,10 @@ pub use cause::{AbortSignal, Aborted, AgentCancelCause, CancelOptions};
 pub use consumed::{fold_consumed_work, ConsumedTurn, ConsumedWork};
 pub use error::{AgentError, BoxError};
 pub use events::{
-    AgentCreated, AgentDisposed, AgentErrorEvent, AgentErrorReport, AgentEvent, AgentEvents,
-    AgentRequest, AgentStatusChanged, ClaimedMessage, ConfigStartFailed, ConfigStartFailure,
-    InboxClaimed, InboxDiscarded, InboxInserted, PreStep, PreStepArgs, PreStepDecision,
-    RequestArgs, RequestError, RequestErrorAction, RequestErrorArgs, SessionStart,
+    AgentCreated, AgentDisposed, AgentDisposing, AgentErrorEvent, AgentErrorReport, AgentEvent,
+    AgentEvents, AgentRequest, AgentStatusChanged, ClaimedMessage, ConfigStartFailed,
+    ConfigStartFailure, InboxClaimed, InboxDiscarded, InboxInserted, PreStep, PreStepArgs,
+    PreStepDecision, RequestArgs, RequestError, RequestErrorAction, RequestErrorArgs, SessionStart,
     SessionStartSource, TurnStopping, TurnStoppingArgs,
 };
 pub use inbox::Inbox;

@@ -268,7 +268,10 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "edit",
             "glob",
             "grep",
-            "todo_write"
+            "todo_write",
+            "job_output",
+            "job_list",
+            "job_kill"
         ]
     );
     // A new session starts with its safety records.

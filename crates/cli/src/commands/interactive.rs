@@ -72,6 +72,7 @@ async fn interactive(
         approvals.set_answerer(Some(Arc::new(answerer)));
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
+    spawn_job_count(&runtime, sender.clone());
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = match stored {
         None => Ok(driver.opened_new()),
@@ -126,6 +127,31 @@ fn spawn_sandbox_notice(settings: &Settings, inputs: mpsc::UnboundedSender<Input
     std::thread::spawn(move || {
         if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
             let _ = inputs.send(Input::Notice(vec![format!("note: {}", notice.message)]));
+        }
+    });
+}
+
+/// Keeps the status line's job count current: sends the live count whenever it changes,
+/// until the UI is gone.
+fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
+    let Some(jobs) = runtime.ctx().get::<dsh_jobs::JobRegistry>() else {
+        return;
+    };
+    let mut changes = jobs.subscribe();
+    tokio::spawn(async move {
+        let mut shown = 0;
+        loop {
+            let live = jobs.live_count();
+            if live != shown {
+                if inputs.send(Input::Jobs(live)).is_err() {
+                    return;
+                }
+                shown = live;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = inputs.closed() => return,
+            }
         }
     });
 }

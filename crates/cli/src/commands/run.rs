@@ -14,6 +14,7 @@ use super::{exit, stderr_line, GlobalArgs, RunArgs, UsageError};
 use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
 use crate::config::{load, Env};
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
+use dsh_jobs::JobRegistry;
 use dsh_protocol::{Message, SessionId};
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -161,7 +162,8 @@ async fn drive(
         return Err(anyhow::Error::new(error).context("cannot send the prompt"));
     }
     // Ordered teardown: the loop flushes the session before disposal completes.
-    let stop = finish_turn(&handle, signals).await;
+    let jobs = runtime.ctx().get::<JobRegistry>();
+    let stop = finish_turn(&handle, jobs, signals).await;
     subscription.dispose();
     notice.join();
     let cap = cap_hit
@@ -258,12 +260,16 @@ impl StopSignals {
 /// Waits until the agent is idle, then disposes it. A signal cancels the turn with cause
 /// `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
 /// signal, or running out of time, exits the process at once. Returns the signal, if any.
-async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<Stop> {
+async fn finish_turn(
+    handle: &AgentHandle,
+    jobs: Option<Arc<JobRegistry>>,
+    signals: &mut StopSignals,
+) -> Option<Stop> {
     let agent = handle.agent().clone();
-    let idle = agent.when_idle();
-    tokio::pin!(idle);
+    let settled = settled(agent.clone(), jobs.clone());
+    tokio::pin!(settled);
     let stop = tokio::select! {
-        () = &mut idle => {
+        () = &mut settled => {
             handle.dispose().await;
             return None;
         }
@@ -273,8 +279,12 @@ async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<
         stderr_line(format_args!("dsh: cancelling: {error}"));
     }
     let drain = async {
-        idle.await;
+        agent.when_idle().await;
+        // Disposal kills the agent's background jobs; wait until they are gone.
         handle.dispose().await;
+        if let Some(jobs) = &jobs {
+            jobs.when_quiet().await;
+        }
     };
     tokio::select! {
         drained = tokio::time::timeout(DRAIN_LIMIT, drain) => {
@@ -292,6 +302,20 @@ async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<
         }
     }
     Some(stop)
+}
+
+/// Resolves when the agent is idle, none of the process's background jobs is running and
+/// every completion notice was delivered: a notice that wakes the agent opens a turn before
+/// the registry counts as quiet, so the loop only ends once nothing can start more work.
+async fn settled(agent: Arc<dyn dsh_agent::Agent>, jobs: Option<Arc<JobRegistry>>) {
+    loop {
+        agent.when_idle().await;
+        let Some(jobs) = &jobs else { return };
+        if jobs.is_quiet() && agent.status() == dsh_agent::AgentStatus::Idle {
+            return;
+        }
+        jobs.when_quiet().await;
+    }
 }
 
 /// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is

@@ -364,6 +364,14 @@ fn the_status_line() {
         draw(80, 1, StatusLine::new(&fresh)),
         "running · turn 4 step 1 · qwen3 (openai-compatible) · 0 in / 0 out"
     );
+    assert_eq!(
+        draw(80, 1, StatusLine::new(&fresh).jobs(1)),
+        "running · turn 4 step 1 · 1 job · qwen3 (openai-compatible) · 0 in / 0 out"
+    );
+    assert_eq!(
+        draw(100, 1, StatusLine::new(&transcript).jobs(3)),
+        "idle · 3 jobs · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · ctx 1.0% (10k/1M)"
+    );
 }
 
 #[test]

@@ -42,6 +42,7 @@ impl Widget for TranscriptView<'_> {
 pub struct StatusLine<'a> {
     transcript: &'a Transcript,
     note: Option<&'a str>,
+    jobs: usize,
 }
 
 impl<'a> StatusLine<'a> {
@@ -49,7 +50,14 @@ impl<'a> StatusLine<'a> {
         Self {
             transcript,
             note: None,
+            jobs: 0,
         }
+    }
+
+    /// Shows `count` live background jobs (`1 job`, `3 jobs`) after the run state.
+    pub fn jobs(mut self, count: usize) -> Self {
+        self.jobs = count;
+        self
     }
 
     /// Replaces the run state with a note of the UI's own (`waiting for approval`).
@@ -83,6 +91,11 @@ impl<'a> StatusLine<'a> {
                 } => format!("retrying ({retry})"),
             },
         });
+        match self.jobs {
+            0 => {}
+            1 => parts.push("1 job".to_owned()),
+            n => parts.push(format!("{n} jobs")),
+        }
         parts.push(match (t.model(), t.provider()) {
             (Some(model), Some(provider)) => format!("{model} ({provider})"),
             (Some(model), None) => model.to_owned(),

@@ -151,6 +151,7 @@ fn config_show_json_is_machine_readable() {
             "tools",
             "tools-builtin",
             "approval",
+            "jobs",
             "agents",
             "agent-loop"
         ]

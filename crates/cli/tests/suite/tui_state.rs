@@ -520,3 +520,20 @@ fn up_and_down_recall_earlier_lines() {
         [Effect::Steer("second task".into())]
     );
 }
+
+#[test]
+fn the_status_line_counts_live_background_jobs() {
+    let mut state = new_state(60);
+    assert_eq!(state.reduce(Input::Jobs(1)), []);
+    assert_eq!(
+        screen(&state, 3).lines().last(),
+        Some("idle · 1 job · deepseek-v4-flash (deepseek-official) · 0 in…")
+    );
+    state.reduce(Input::Jobs(2));
+    assert_eq!(
+        screen(&state, 3).lines().last(),
+        Some("idle · 2 jobs · deepseek-v4-flash (deepseek-official) · 0 i…")
+    );
+    state.reduce(Input::Jobs(0));
+    assert_eq!(screen(&state, 3).lines().last(), Some(IDLE));
+}

@@ -16,6 +16,7 @@ fn args(command: &str) -> BashArgs {
         description: "test".into(),
         timeout_ms: None,
         workdir: None,
+        run_in_background: false,
     }
 }
 
@@ -64,6 +65,7 @@ async fn runs_in_a_fresh_shell_in_the_workspace_or_workdir() {
         .run(
             BashArgs {
                 workdir: Some("sub".into()),
+                run_in_background: false,
                 ..args("pwd; X=1")
             },
             &fx.env,
@@ -82,6 +84,7 @@ async fn workdir_outside_the_roots_is_refused() {
         .run(
             BashArgs {
                 workdir: Some("/".into()),
+                run_in_background: false,
                 ..args("pwd")
             },
             &fx.env,
@@ -294,4 +297,17 @@ async fn commands_lead_their_own_session_without_a_terminal() {
     )
     .await;
     assert_eq!(out.content, "leader\nno-tty\n");
+}
+
+/// The lifeline watchdog shares the command's process group but is not its child: a
+/// command's only children are the ones it started (here: `cat`).
+#[tokio::test]
+async fn the_watchdog_is_not_a_child_of_the_command() {
+    let fx = Fixture::new();
+    let out = run(&fx, "cat /proc/$$/task/$$/children; echo").await;
+    assert_eq!(out.content.split_whitespace().count(), 1, "{}", out.content);
+    // The group holds the shell, `ps`, and the watchdog (named after the spawner thread it
+    // was forked from).
+    let out = run(&fx, "ps -o comm= -g $$ > group.txt; sort group.txt").await;
+    assert_eq!(out.content, "bash\ndsh-spawner\nps\n");
 }

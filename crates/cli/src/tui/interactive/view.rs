@@ -66,7 +66,7 @@ impl Widget for LiveView<'_> {
             prompt.render(approval, buf);
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
-        let mut line = StatusLine::new(state.transcript());
+        let mut line = StatusLine::new(state.transcript()).jobs(state.jobs());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }

@@ -100,6 +100,7 @@ pub fn declared_points() -> Vec<Point> {
         // dsh-agent
         notification::<dsh_agent::AgentCreated>(),
         notification::<dsh_agent::AgentDisposed>(),
+        parallel::<dsh_agent::AgentDisposing>(),
         notification::<dsh_agent::AgentStatusChanged>(),
         notification::<dsh_agent::InboxInserted>(),
         notification::<dsh_agent::InboxClaimed>(),

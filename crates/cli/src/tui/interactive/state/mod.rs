@@ -69,6 +69,8 @@ pub enum Input {
     Context(Option<ContextFill>),
     /// Leave now (SIGTERM).
     Quit,
+    /// How many background jobs are running (or stopping) in this process.
+    Jobs(usize),
 }
 
 /// Something the runner must do.
@@ -141,6 +143,8 @@ pub struct InteractiveState {
     quitting: bool,
     /// A `/compact` is under way (the agent stays idle meanwhile).
     compacting: bool,
+    /// Live background jobs, for the status line.
+    jobs: usize,
 }
 
 impl InteractiveState {
@@ -161,7 +165,13 @@ impl InteractiveState {
             quit_armed: 0,
             quitting: false,
             compacting: false,
+            jobs: 0,
         }
+    }
+
+    /// Live background jobs (the status line's `1 job`).
+    pub fn jobs(&self) -> usize {
+        self.jobs
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -280,6 +290,7 @@ impl InteractiveState {
             }
             Input::Context(fill) => self.transcript.set_context_fill(fill),
             Input::Quit => self.quit(&mut effects),
+            Input::Jobs(count) => self.jobs = count,
         }
         self.flush(&mut effects);
         self.sync_queue();
