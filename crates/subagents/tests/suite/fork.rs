@@ -2,7 +2,6 @@
 //! parent's model saw them, and sees nothing of the turn in flight.
 
 use super::*;
-use dsh_agent::Agent;
 use dsh_session::EventData;
 use dsh_testkit::harness::msg;
 use dsh_testkit::scripted::{text_response, tool_call_response};
