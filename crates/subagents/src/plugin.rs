@@ -107,6 +107,15 @@ impl Subagents {
             Ok(())
         })?
         .forget();
+        if let Some(jobs) = ctx.get::<dsh_jobs::JobRegistry>() {
+            jobs.register_alias(
+                ctx,
+                Arc::new(crate::background::ChildAlias(Arc::downgrade(
+                    &service.inner,
+                ))),
+            )?
+            .forget();
+        }
         ctx.provide(service.clone())?.forget();
         Ok(service)
     }

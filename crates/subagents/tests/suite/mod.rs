@@ -6,6 +6,7 @@ mod continuable;
 mod depth;
 mod foreground;
 mod fork;
+mod jobs;
 
 use dsh_kernel::Context;
 use dsh_llm::LlmRequest;
@@ -93,6 +94,8 @@ impl Tree {
 
 fn mount(ctx: &Context, config: SubagentsConfig) {
     dsh_session::register_event_types(dsh_subagents::EVENT_TYPES).unwrap();
+    ctx.plugin::<dsh_jobs::JobsPlugin>(dsh_jobs::JobsConfig::default())
+        .unwrap();
     ctx.plugin::<SubagentsPlugin>(config).unwrap();
 }
 
