@@ -8,6 +8,7 @@
 //!   (`background`); continuable children settle into their parent and can be continued
 //!   (`continuable`).
 //! - [`descriptor`]: the durable `subagent/descriptor` record ([`EVENT_TYPES`]).
+//! - [`recovery`]: what a resumed parent learns about its children from its own log.
 //! - [`outcome`]: how a child's run ended and how that reads to the parent.
 
 mod background;
@@ -18,6 +19,7 @@ pub mod descriptor;
 mod error;
 pub mod outcome;
 mod plugin;
+pub mod recovery;
 mod run;
 mod service;
 pub mod tools;

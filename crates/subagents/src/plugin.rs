@@ -9,7 +9,7 @@ use crate::tools::control::{InterruptAgent, ListAgents, SendMessage};
 use crate::tools::delegate::{
     Delegate, SUBAGENT_SECTION, SUBAGENT_SECTION_ORDER, SUBAGENT_SECTION_TEXT,
 };
-use dsh_agent::{AgentDisposed, AgentRegistry, InboxClaimed};
+use dsh_agent::{AgentDisposed, AgentRegistry, InboxClaimed, SessionStart, SessionStartSource};
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_prompt::{Section, SystemPrompt};
 use dsh_protocol::MessageSource;
@@ -90,6 +90,16 @@ impl Subagents {
             if matches!(claimed.data.message.source, MessageSource::User { .. }) {
                 if let Some(inner) = inner.upgrade() {
                     inner.reset_wakes(claimed.agent.id());
+                }
+            }
+            Ok(())
+        })?
+        .forget();
+        let inner = weak.clone();
+        ctx.on::<SessionStart>(move |event| {
+            if event.data == SessionStartSource::Resume {
+                if let Some(inner) = inner.upgrade() {
+                    crate::recovery::on_resume(&inner, &event.agent)?;
                 }
             }
             Ok(())

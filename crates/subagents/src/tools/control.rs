@@ -79,6 +79,11 @@ impl TypedTool for SendMessage {
         Ok(json!({"messageId": id.as_str(), "subagentId": args.subagent_id}))
     }
 
+    fn presentation_meta(&self, _args: &Value, value: &Value) -> Option<Value> {
+        let id = value["subagentId"].as_str()?;
+        Some(json!({"subagent": {"id": id, "event": "continued"}}))
+    }
+
     fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
         vec![ContentBlock::text(format!(
             "message queued as the next turn for subagent {}",

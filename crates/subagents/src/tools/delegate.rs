@@ -163,6 +163,13 @@ impl TypedTool for Delegate {
         }
     }
 
+    fn presentation_meta(&self, args: &Value, value: &Value) -> Option<Value> {
+        // The durable link from the parent's log to a continuable child (read back when the
+        // parent resumes).
+        let id = value["subagentId"].as_str()?;
+        Some(json!({"subagent": {"id": id, "label": args["description"], "event": "started"}}))
+    }
+
     fn render(&self, _args: &Value, value: &Value) -> Vec<ContentBlock> {
         let text = match value["kind"].as_str() {
             Some("continuable") => format!(

@@ -7,6 +7,7 @@ mod depth;
 mod foreground;
 mod fork;
 mod jobs;
+mod recovery;
 
 use dsh_kernel::Context;
 use dsh_llm::LlmRequest;
