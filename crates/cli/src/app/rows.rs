@@ -28,12 +28,16 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
+        .with::<dsh_subagents::SubagentsPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
 /// crate. Registered before anything reads a log ([`register_event_types`]), since knowing a
 /// type is what lets a stored log holding it load, whichever plugins end up mounted.
-pub static EVENT_TYPES: &[&[EventDeclaration]] = &[dsh_tools_builtin::approval::EVENT_TYPES];
+pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
+    dsh_tools_builtin::approval::EVENT_TYPES,
+    dsh_subagents::EVENT_TYPES,
+];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary; idempotent.
 pub fn register_event_types() -> Result<(), SessionError> {

@@ -14,7 +14,9 @@ use super::{exit, stderr_line, GlobalArgs, RunArgs, UsageError};
 use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
 use crate::config::{load, Env};
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
+use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
+use dsh_subagents::{SubagentEnd, SubagentStart, Subagents};
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -128,6 +130,7 @@ async fn drive(
         printer.event(event);
         probe.on_event(event);
     })?;
+    let children = watch_children(runtime, &output)?;
     let handle = match resume {
         Some(id) => runtime.resume_agent(id, start).await,
         None => {
@@ -143,6 +146,7 @@ async fn drive(
         Ok(handle) => handle,
         Err(error) => {
             subscription.dispose();
+            children.iter().for_each(Disposer::dispose);
             return Err(error.into());
         }
     };
@@ -158,11 +162,13 @@ async fn drive(
     if let Err(error) = sent {
         handle.dispose().await;
         subscription.dispose();
+        children.iter().for_each(Disposer::dispose);
         return Err(anyhow::Error::new(error).context("cannot send the prompt"));
     }
     // Ordered teardown: the loop flushes the session before disposal completes.
-    let stop = finish_turn(&handle, signals).await;
+    let stop = finish_turn(&handle, runtime.subagents(), signals).await;
     subscription.dispose();
+    children.iter().for_each(Disposer::dispose);
     notice.join();
     let cap = cap_hit
         .load(Ordering::SeqCst)
@@ -255,20 +261,61 @@ impl StopSignals {
     }
 }
 
-/// Waits until the agent is idle, then disposes it. A signal cancels the turn with cause
+/// Prints a `child` line (or note) whenever a child of the run starts or ends.
+fn watch_children(runtime: &Runtime, output: &Arc<RunOutput>) -> Result<Vec<Disposer>, AppError> {
+    if runtime.subagents().is_none() {
+        return Ok(Vec::new());
+    }
+    let started = output.clone();
+    let ended = output.clone();
+    let ctx = runtime.ctx();
+    Ok(vec![
+        ctx.on::<SubagentStart>(move |child| {
+            started.child(child, false);
+            Ok(())
+        })
+        .map_err(AppError::Mount)?,
+        ctx.on::<SubagentEnd>(move |child| {
+            ended.child(child, true);
+            Ok(())
+        })
+        .map_err(AppError::Mount)?,
+    ])
+}
+
+/// Resolves once the whole tree is at rest: the top agent idle, and no child below it
+/// working (every epoch settled and its notice delivered, which may wake the top agent
+/// again, so the two are checked until both hold).
+async fn tree_idle(agent: Arc<dyn dsh_agent::Agent>, subagents: Option<Arc<Subagents>>) {
+    loop {
+        agent.when_idle().await;
+        let Some(subagents) = &subagents else { return };
+        if !subagents.tree_working(agent.id()) {
+            return;
+        }
+        subagents.until_settled(agent.id()).await;
+    }
+}
+
+/// Waits until the whole tree is at rest, then disposes the agent. A signal cancels the turn with cause
 /// `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
 /// signal, or running out of time, exits the process at once. Returns the signal, if any.
-async fn finish_turn(handle: &AgentHandle, signals: &mut StopSignals) -> Option<Stop> {
+async fn finish_turn(
+    handle: &AgentHandle,
+    subagents: Option<Arc<Subagents>>,
+    signals: &mut StopSignals,
+) -> Option<Stop> {
     let agent = handle.agent().clone();
-    let idle = agent.when_idle();
-    tokio::pin!(idle);
+    let tree = tree_idle(agent.clone(), subagents);
+    tokio::pin!(tree);
     let stop = tokio::select! {
-        () = &mut idle => {
+        () = &mut tree => {
             handle.dispose().await;
             return None;
         }
         stop = signals.recv() => stop,
     };
+    let idle = agent.when_idle();
     if let Err(error) = agent.cancel(AgentCancelCause::User, CancelOptions::default()) {
         stderr_line(format_args!("dsh: cancelling: {error}"));
     }

@@ -32,6 +32,8 @@ pub const APPROVAL_ROW: &str = "approval";
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
 pub const AGENT_LOOP_ROW: &str = "agent-loop";
+/// Row id of delegation (the subagent tools, continuable children and their settlement).
+pub const SUBAGENTS_ROW: &str = "subagents";
 
 /// Rows whose configuration is computed from the settings when dsh boots, as long as the
 /// row's config is left `null`. A `[[plugins]]` patch that sets a config replaces the computed
@@ -71,6 +73,7 @@ pub fn default_composition() -> Composition {
             null(APPROVAL_ROW, dsh_tools_builtin::ApprovalPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
+            null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),
         ],
     }
 }

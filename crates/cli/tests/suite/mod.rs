@@ -6,6 +6,7 @@ mod run;
 mod run_support;
 mod sessions;
 mod streams;
+mod subagents;
 mod tui_binary;
 mod tui_runner;
 mod tui_state;
