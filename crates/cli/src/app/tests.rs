@@ -238,7 +238,12 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "edit",
             "glob",
             "grep",
-            "todo_write"
+            "todo_write",
+            "subagent",
+            "subagent_fork",
+            "send_message",
+            "interrupt_agent",
+            "list_agents"
         ]
     );
     // A new session starts with its safety records.
@@ -406,15 +411,18 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "approval/decided",
             "approval/policy",
             "sandbox/mode",
-            "permission/preset"
+            "permission/preset",
+            "subagent/descriptor"
         ]
     );
     for name in declared {
         let registered = dsh_session::declared_event_type(name).unwrap();
-        assert!(
-            registered.rust_name().starts_with("dsh_tools_builtin::"),
-            "{name}"
-        );
+        let owner = if name.starts_with("subagent/") {
+            "dsh_subagents::"
+        } else {
+            "dsh_tools_builtin::"
+        };
+        assert!(registered.rust_name().starts_with(owner), "{name}");
     }
 }
 

@@ -151,7 +151,8 @@ fn config_show_json_is_machine_readable() {
             "tools-builtin",
             "approval",
             "agents",
-            "agent-loop"
+            "agent-loop",
+            "subagents"
         ]
     );
 }

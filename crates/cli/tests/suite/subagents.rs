@@ -145,6 +145,18 @@ async fn a_headless_run_waits_for_two_background_children_and_ends_with_both_rep
         assert!(policy.contains(&json!({"policy": "never", "source": "delegation"})));
     }
 
+    // A child resumes on its own, as a session of its own.
+    let resumed = sandbox
+        .dsh(&["run", "--resume", &children[0], "one more look"])
+        .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    let turns = sandbox
+        .events(&children[0])
+        .iter()
+        .filter(|e| matches!(e.data, EventData::TurnStart(_)))
+        .count();
+    assert_eq!(turns, 2);
+
     // `sessions list` nests the children under their parent; `--flat` does not.
     let listed = text(&sandbox.dsh(&["sessions", "list"]).await.stdout);
     let rows: Vec<&str> = listed.lines().skip(1).collect();

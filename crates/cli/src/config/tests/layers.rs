@@ -118,6 +118,7 @@ fn a_valid_file_loads_every_section() {
             ("approval", "approval", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
+            ("subagents", "subagents", false),
             ("audit", "audit-log", true),
         ]
     );
