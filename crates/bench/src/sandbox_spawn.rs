@@ -40,6 +40,7 @@ async fn one_call(env: &ToolEnv) -> anyhow::Result<(Duration, String)> {
         description: String::new(),
         timeout_ms: None,
         workdir: None,
+        run_in_background: false,
     };
     let start = Instant::now();
     let out = Bash.run(args, env, CancellationToken::new()).await?;

@@ -432,6 +432,17 @@ impl JobRegistry {
         }
     }
 
+    /// Whether a [`wait`](Self::wait) for this job is pending (its completion will send no
+    /// notice); `false` for an unknown or foreign id.
+    pub fn is_awaited(&self, owner: &SessionId, id: &JobId) -> bool {
+        let mut state = lock(&self.shared.state);
+        state
+            .owners
+            .get_mut(owner)
+            .and_then(|o| o.job_mut(id))
+            .is_some_and(|j| j.waiters > 0)
+    }
+
     /// Registers a resolver `job_output` consults for ids that are not jobs; removed when
     /// the returned disposer runs or `ctx`'s fiber unwinds.
     pub fn register_alias(

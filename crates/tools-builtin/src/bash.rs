@@ -41,6 +41,9 @@ pub struct BashArgs {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub workdir: Option<String>,
+    /// Run as a background job of the calling agent and return its id at once.
+    #[serde(default)]
+    pub run_in_background: bool,
 }
 
 const DESCRIPTION: &str = "Run a command with `bash -c` and return its combined stdout and stderr. \
@@ -50,8 +53,10 @@ command killed by a signal as `[signal: NAME]`, and one that runs past its timeo
 Facts about the harness are available in `$DSH_*` variables, and `$TMPDIR` is a private scratch \
 directory. Commands may run under a file sandbox: a write it blocks is reported as \
 `[sandbox: file access denied under <mode> mode]`, which is a policy decision, not a bug in the \
-command — do not work around it. Background processes do not outlive the call. Long output is \
-shortened to its beginning and end, and the full output is saved to a file whose path is reported.";
+command — do not work around it. Processes a foreground call leaves running do not outlive it. \
+Long output is shortened to its beginning and end, and the full output is saved to a file whose \
+path is reported. Set `run_in_background: true` for long-running commands: the call returns a \
+job id immediately; read its output with `job_output` and stop it with `job_kill`.";
 
 /// The escalation half of the description: how to ask to leave the sandbox, and when not to.
 const ESCALATION: &str = "Attempting a command the sandbox may deny is safe: run it and read the \
@@ -65,7 +70,7 @@ work around it. When the denial says the sandbox mode is fixed (approval policy 
 `sandbox_permissions` at all.";
 
 /// A sandbox denial looks like one of these in the command's own error output.
-const DENIAL_SIGNATURES: &[&str] = &["Read-only file system", "Permission denied"];
+pub(crate) const DENIAL_SIGNATURES: &[&str] = &["Read-only file system", "Permission denied"];
 
 impl Bash {
     /// The name the model calls the tool by.
@@ -100,7 +105,7 @@ impl Bash {
             args: vec![OsString::from("-c"), OsString::from(&args.command)],
             cwd: cwd.clone(),
             env: child_env(env),
-            timeout,
+            timeout: Some(timeout),
             kill_grace: env.limits().kill_grace,
             exit_drain: env.limits().exit_drain,
             setup: confinement.child,
@@ -209,6 +214,10 @@ impl TypedTool for Bash {
                 "justification": {
                     "type": "string",
                     "description": "Required with sandbox_permissions: one sentence for the user explaining why this exact command needs the wider access."
+                },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Run in the background and return a job id immediately (collect with job_output, stop with job_kill). No timeout applies."
                 }
             },
             "required": ["command"]
@@ -257,7 +266,11 @@ impl TypedTool for Bash {
                 (env.with_sandbox_mode(mode), Some(mode))
             }
         };
-        let mut output = self.run(args, &env, exec.signal().clone()).await?;
+        let mut output = if args.run_in_background {
+            crate::bash_background::start(args, env.clone(), exec).await?
+        } else {
+            self.run(args, &env, exec.signal().clone()).await?
+        };
         if let Some(mode) = escalated {
             if let Value::Object(meta) = &mut output.metadata {
                 meta.insert("escalatedTo".into(), json!(mode));
@@ -282,7 +295,7 @@ impl TypedTool for Bash {
 }
 
 /// Appends a `[...]` marker on its own line.
-fn push_marker(content: &mut String, marker: String) {
+pub(crate) fn push_marker(content: &mut String, marker: String) {
     if !content.ends_with('\n') {
         content.push('\n');
     }
@@ -318,7 +331,7 @@ fn effective_timeout(env: &ToolEnv, requested: Option<u64>) -> Result<Duration, 
 
 /// The working directory: the workspace, or `workdir` resolved against it, which must exist
 /// and (unless unconfined) lie inside the sandbox's writable roots.
-fn resolve_workdir(env: &ToolEnv, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
+pub(crate) fn resolve_workdir(env: &ToolEnv, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
     let Some(raw) = workdir.filter(|w| !w.trim().is_empty()) else {
         return Ok(env.workspace().to_path_buf());
     };
@@ -348,7 +361,7 @@ fn resolve_workdir(env: &ToolEnv, workdir: Option<&str>) -> Result<PathBuf, Tool
 }
 
 /// The child's environment: the base environment minus secrets, plus TMPDIR and DSH_* facts.
-fn child_env(env: &ToolEnv) -> Vec<(OsString, OsString)> {
+pub(crate) fn child_env(env: &ToolEnv) -> Vec<(OsString, OsString)> {
     let mut vars = scrub_child_env(env.base_env());
     vars.retain(|(name, _)| name != "TMPDIR");
     let mut set = |name: &str, value: OsString| vars.push((OsString::from(name), value));
@@ -367,7 +380,7 @@ fn child_env(env: &ToolEnv) -> Vec<(OsString, OsString)> {
     vars
 }
 
-fn bash_program() -> OsString {
+pub(crate) fn bash_program() -> OsString {
     ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"]
         .iter()
         .find(|p| Path::new(p).exists())

@@ -27,11 +27,13 @@
 
 pub mod approval;
 pub mod bash;
+mod bash_background;
 mod env;
 mod envs;
 mod error;
 pub mod fs_tools;
 mod html;
+mod lifeline;
 mod output;
 mod paths;
 mod plugin;

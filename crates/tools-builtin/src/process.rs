@@ -29,7 +29,8 @@ pub(crate) struct CommandSpec {
     pub cwd: PathBuf,
     /// The complete environment (nothing else is inherited).
     pub env: Vec<(OsString, OsString)>,
-    pub timeout: Duration,
+    /// `None`: no deadline (a background job).
+    pub timeout: Option<Duration>,
     pub kill_grace: Duration,
     pub exit_drain: Duration,
     pub setup: Option<ChildSetup>,
@@ -92,6 +93,38 @@ fn output_pipe() -> Result<(OwnedFd, OwnedFd, OwnedFd), ToolError> {
     Ok((read, write, write_err))
 }
 
+/// Where a running command's output goes.
+pub(crate) trait OutputSink {
+    fn push(&mut self, bytes: &[u8]);
+}
+
+impl OutputSink for OutputCollector {
+    fn push(&mut self, bytes: &[u8]) {
+        OutputCollector::push(self, bytes);
+    }
+}
+
+/// A spawned command: its process group (killed when this is dropped) and its output.
+pub(crate) struct Running {
+    child: tokio::process::Child,
+    pgid: libc::pid_t,
+    _guard: GroupGuard,
+    reader: pipe::Receiver,
+    timeout: Option<Duration>,
+    kill_grace: Duration,
+    exit_drain: Duration,
+}
+
+/// How a command's run ended, before it is read as a [`Termination`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// `cancel` fired (the group was terminated).
+    pub cancelled: bool,
+    pub timed_out: bool,
+    /// The shell's own ending, when it was reaped.
+    pub status: Option<Termination>,
+}
+
 /// Runs `spec`, feeding its output into `collector`. Returns `Err(Cancelled)` when `cancel`
 /// fired (after the process group is gone).
 pub(crate) async fn run(
@@ -99,6 +132,25 @@ pub(crate) async fn run(
     collector: &mut OutputCollector,
     cancel: CancellationToken,
 ) -> Result<Termination, ToolError> {
+    let ended = spawn(spec).await?.finish(collector, cancel).await?;
+    match ended {
+        Ended {
+            cancelled: true, ..
+        } => Err(ToolError::Cancelled),
+        Ended {
+            timed_out: true, ..
+        } => Ok(Termination::TimedOut),
+        Ended {
+            status: Some(status),
+            ..
+        } => Ok(status),
+        Ended { status: None, .. } => Ok(Termination::TimedOut),
+    }
+}
+
+/// Starts `spec` in a new session and process group, armed against outliving dsh (see
+/// `lifeline`), its stdout and stderr on one pipe.
+pub(crate) async fn spawn(spec: CommandSpec) -> Result<Running, ToolError> {
     let (read_end, write_out, write_err) = output_pipe()?;
     let confined = spec.setup.is_some();
     let arg_bytes = ArgBytes::of(&spec);
@@ -123,6 +175,7 @@ pub(crate) async fn run(
             Ok(())
         });
     }
+    crate::lifeline::arm(&mut command);
     if let Some(mut setup) = spec.setup {
         // SAFETY: `apply` makes only async-signal-safe system calls on memory prepared
         // before the fork.
@@ -130,76 +183,105 @@ pub(crate) async fn run(
             command.pre_exec(move || setup.apply());
         }
     }
-    let spawned = command.spawn();
-    // The command holds our copies of the pipe's write end; they must close now, or the
-    // read side never sees end-of-file.
-    drop(command);
-    let mut child = spawned.map_err(|e| spawn_error(e, confined, &arg_bytes))?;
+    // The command holds our copies of the pipe's write end; `spawn` consumes it so they
+    // close right after the fork, or the read side would never see end-of-file.
+    let child = crate::lifeline::spawn(command)
+        .await
+        .map_err(|e| spawn_error(e, confined, &arg_bytes))?;
     let pgid = child
         .id()
         .and_then(|id| libc::pid_t::try_from(id).ok())
         .unwrap_or(0);
-    let _guard = GroupGuard(pgid);
-    let mut reader = pipe::Receiver::from_owned_fd(read_end).map_err(|e| ToolError::Spawn {
+    let guard = GroupGuard(pgid);
+    let reader = pipe::Receiver::from_owned_fd(read_end).map_err(|e| ToolError::Spawn {
         reason: format!("reading output: {e}"),
     })?;
+    Ok(Running {
+        child,
+        pgid,
+        _guard: guard,
+        reader,
+        timeout: spec.timeout,
+        kill_grace: spec.kill_grace,
+        exit_drain: spec.exit_drain,
+    })
+}
 
-    let deadline = Instant::now() + spec.timeout;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut status: Option<ExitStatus> = None;
-    let mut eof = false;
-    let mut stop: Option<Stop> = None;
-    let mut drain_at: Option<Instant> = None;
-    let mut sigkill_at: Option<Instant> = None;
-    let mut give_up_at: Option<Instant> = None;
-    let grace = spec.kill_grace;
+impl Running {
+    /// Streams the output into `sink` until the command and its output are done, enforcing
+    /// the deadline and `cancel` (SIGTERM to the group, SIGKILL after the grace period).
+    /// Whatever is left of the group is killed when this returns.
+    pub(crate) async fn finish(
+        self,
+        sink: &mut impl OutputSink,
+        cancel: CancellationToken,
+    ) -> Result<Ended, ToolError> {
+        let Running {
+            mut child,
+            pgid,
+            _guard,
+            mut reader,
+            timeout,
+            kill_grace,
+            exit_drain,
+        } = self;
+        let spec_exit_drain = exit_drain;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut status: Option<ExitStatus> = None;
+        let mut eof = false;
+        let mut stop: Option<Stop> = None;
+        let mut drain_at: Option<Instant> = None;
+        let mut sigkill_at: Option<Instant> = None;
+        let mut give_up_at: Option<Instant> = None;
+        let grace = kill_grace;
 
-    while !(eof && status.is_some()) {
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled(), if stop.is_none() => {
-                stop = Some(Stop::Cancel);
-                sigkill_at = Some(terminate(pgid, grace));
-            }
-            _ = tokio::time::sleep_until(deadline), if stop.is_none() && status.is_none() => {
-                stop = Some(Stop::Timeout);
-                sigkill_at = Some(terminate(pgid, grace));
-            }
-            _ = sleep_until_opt(drain_at), if stop.is_none() && drain_at.is_some() => {
-                stop = Some(Stop::Drain);
-                sigkill_at = Some(terminate(pgid, grace));
-            }
-            _ = sleep_until_opt(sigkill_at), if sigkill_at.is_some() => {
-                signal_group(pgid, libc::SIGKILL);
-                sigkill_at = None;
-                give_up_at = Some(Instant::now() + grace);
-            }
-            // Something outside the group (it called setsid) still holds the pipe.
-            _ = sleep_until_opt(give_up_at), if give_up_at.is_some() && status.is_some() => break,
-            read = reader.read(&mut buf), if !eof => match read {
-                Ok(0) => eof = true,
-                Ok(n) => collector.push(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    collector.push(format!("\n[reading output failed: {e}]\n").as_bytes());
-                    eof = true;
+        while !(eof && status.is_some()) {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled(), if stop.is_none() => {
+                    stop = Some(Stop::Cancel);
+                    sigkill_at = Some(terminate(pgid, grace));
                 }
-            },
-            waited = child.wait(), if status.is_none() => {
-                let exited = waited.map_err(|e| ToolError::Spawn { reason: format!("waiting for the command: {e}") })?;
-                status = Some(exited);
-                if !eof {
-                    drain_at = Some(Instant::now() + spec.exit_drain);
+                _ = sleep_until_opt(deadline), if stop.is_none() && status.is_none() && deadline.is_some() => {
+                    stop = Some(Stop::Timeout);
+                    sigkill_at = Some(terminate(pgid, grace));
+                }
+                _ = sleep_until_opt(drain_at), if stop.is_none() && drain_at.is_some() => {
+                    stop = Some(Stop::Drain);
+                    sigkill_at = Some(terminate(pgid, grace));
+                }
+                _ = sleep_until_opt(sigkill_at), if sigkill_at.is_some() => {
+                    signal_group(pgid, libc::SIGKILL);
+                    sigkill_at = None;
+                    give_up_at = Some(Instant::now() + grace);
+                }
+                // Something outside the group (it called setsid) still holds the pipe.
+                _ = sleep_until_opt(give_up_at), if give_up_at.is_some() && status.is_some() => break,
+                read = reader.read(&mut buf), if !eof => match read {
+                    Ok(0) => eof = true,
+                    Ok(n) => sink.push(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        sink.push(format!("\n[reading output failed: {e}]\n").as_bytes());
+                        eof = true;
+                    }
+                },
+                waited = child.wait(), if status.is_none() => {
+                    let exited = waited.map_err(|e| ToolError::Spawn { reason: format!("waiting for the command: {e}") })?;
+                    status = Some(exited);
+                    if !eof {
+                        drain_at = Some(Instant::now() + spec_exit_drain);
+                    }
                 }
             }
         }
-    }
 
-    match (stop, status) {
-        (Some(Stop::Cancel), _) => Err(ToolError::Cancelled),
-        (Some(Stop::Timeout), _) => Ok(Termination::TimedOut),
-        (_, Some(status)) => Ok(termination_of(status)),
-        (_, None) => Ok(Termination::TimedOut),
+        Ok(Ended {
+            cancelled: stop == Some(Stop::Cancel),
+            timed_out: stop == Some(Stop::Timeout),
+            status: status.map(termination_of),
+        })
     }
 }
 

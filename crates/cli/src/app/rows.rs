@@ -26,6 +26,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools::ToolsPlugin>()
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
         .with::<dsh_tools_builtin::ApprovalPlugin>()
+        .with::<dsh_jobs::JobsPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()

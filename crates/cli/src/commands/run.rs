@@ -14,6 +14,7 @@ use super::{exit, stderr_line, GlobalArgs, RunArgs, UsageError};
 use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
 use crate::config::{load, Env};
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
+use dsh_jobs::JobRegistry;
 use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
 use dsh_subagents::{SubagentEnd, SubagentStart, Subagents};
@@ -166,7 +167,8 @@ async fn drive(
         return Err(anyhow::Error::new(error).context("cannot send the prompt"));
     }
     // Ordered teardown: the loop flushes the session before disposal completes.
-    let stop = finish_turn(&handle, runtime.subagents(), signals).await;
+    let jobs = runtime.ctx().get::<JobRegistry>();
+    let stop = finish_turn(&handle, jobs, runtime.subagents(), signals).await;
     subscription.dispose();
     children.iter().for_each(Disposer::dispose);
     notice.join();
@@ -283,45 +285,35 @@ fn watch_children(runtime: &Runtime, output: &Arc<RunOutput>) -> Result<Vec<Disp
     ])
 }
 
-/// Resolves once the whole tree is at rest: the top agent idle, and no child below it
-/// working (every epoch settled and its notice delivered, which may wake the top agent
-/// again, so the two are checked until both hold).
-async fn tree_idle(agent: Arc<dyn dsh_agent::Agent>, subagents: Option<Arc<Subagents>>) {
-    loop {
-        agent.when_idle().await;
-        let Some(subagents) = &subagents else { return };
-        if !subagents.tree_working(agent.id()) {
-            return;
-        }
-        subagents.until_settled(agent.id()).await;
-    }
-}
-
-/// Waits until the whole tree is at rest, then disposes the agent. A signal cancels the turn with cause
-/// `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
+/// Waits until the run is settled (see [`settled`]), then disposes the agent. A signal
+/// cancels the turn with cause `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
 /// signal, or running out of time, exits the process at once. Returns the signal, if any.
 async fn finish_turn(
     handle: &AgentHandle,
+    jobs: Option<Arc<JobRegistry>>,
     subagents: Option<Arc<Subagents>>,
     signals: &mut StopSignals,
 ) -> Option<Stop> {
     let agent = handle.agent().clone();
-    let tree = tree_idle(agent.clone(), subagents);
-    tokio::pin!(tree);
+    let settled = settled(agent.clone(), jobs.clone(), subagents);
+    tokio::pin!(settled);
     let stop = tokio::select! {
-        () = &mut tree => {
+        () = &mut settled => {
             handle.dispose().await;
             return None;
         }
         stop = signals.recv() => stop,
     };
-    let idle = agent.when_idle();
     if let Err(error) = agent.cancel(AgentCancelCause::User, CancelOptions::default()) {
         stderr_line(format_args!("dsh: cancelling: {error}"));
     }
     let drain = async {
-        idle.await;
+        agent.when_idle().await;
+        // Disposal kills the agent's background jobs; wait until they are gone.
         handle.dispose().await;
+        if let Some(jobs) = &jobs {
+            jobs.when_quiet().await;
+        }
     };
     tokio::select! {
         drained = tokio::time::timeout(DRAIN_LIMIT, drain) => {
@@ -339,6 +331,32 @@ async fn finish_turn(
         }
     }
     Some(stop)
+}
+
+/// Resolves once nothing can start more work: the agent idle, none of the process's
+/// background jobs running, no child below the agent working, and every completion or
+/// settlement notice delivered (a notice that wakes the agent opens a turn before the
+/// registry counts as quiet or the child as settled, so the loop checks all of it again).
+async fn settled(
+    agent: Arc<dyn dsh_agent::Agent>,
+    jobs: Option<Arc<JobRegistry>>,
+    subagents: Option<Arc<Subagents>>,
+) {
+    loop {
+        agent.when_idle().await;
+        let jobs_quiet = jobs.as_ref().is_none_or(|jobs| jobs.is_quiet());
+        let tree_quiet = subagents
+            .as_ref()
+            .is_none_or(|tree| !tree.tree_working(agent.id()));
+        if jobs_quiet && tree_quiet && agent.status() == dsh_agent::AgentStatus::Idle {
+            return;
+        }
+        match (&jobs, &subagents) {
+            (Some(jobs), _) if !jobs_quiet => jobs.when_quiet().await,
+            (_, Some(tree)) if !tree_quiet => tree.until_settled(agent.id()).await,
+            _ => {}
+        }
+    }
 }
 
 /// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is

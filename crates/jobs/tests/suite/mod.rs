@@ -1,1 +1,3 @@
 mod registry;
+mod support;
+mod whole_log;

@@ -16,6 +16,7 @@ fn args(command: &str) -> BashArgs {
         description: "test".into(),
         timeout_ms: None,
         workdir: None,
+        run_in_background: false,
     }
 }
 
@@ -64,6 +65,7 @@ async fn runs_in_a_fresh_shell_in_the_workspace_or_workdir() {
         .run(
             BashArgs {
                 workdir: Some("sub".into()),
+                run_in_background: false,
                 ..args("pwd; X=1")
             },
             &fx.env,
@@ -82,6 +84,7 @@ async fn workdir_outside_the_roots_is_refused() {
         .run(
             BashArgs {
                 workdir: Some("/".into()),
+                run_in_background: false,
                 ..args("pwd")
             },
             &fx.env,

@@ -2,6 +2,7 @@ mod approval;
 mod approval_log;
 mod approval_table;
 mod bash;
+mod bash_background;
 mod envs;
 mod escalation;
 mod fs_tools;

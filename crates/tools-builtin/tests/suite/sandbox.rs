@@ -23,6 +23,7 @@ async fn sh(fx: &Fixture, command: &str) -> ToolOutput {
         description: String::new(),
         timeout_ms: None,
         workdir: None,
+        run_in_background: false,
     };
     Bash.run(args, &fx.env, CancellationToken::new())
         .await
@@ -100,6 +101,7 @@ async fn workspace_write_keeps_git_read_only() {
         description: String::new(),
         timeout_ms: None,
         workdir: Some(".git".into()),
+        run_in_background: false,
     };
     let out = Bash
         .run(args, &fx.env, CancellationToken::new())

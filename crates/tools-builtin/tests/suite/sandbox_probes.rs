@@ -166,6 +166,7 @@ async fn sh(fx: &Fixture, command: &str) -> Result<ToolOutput, dsh_tools_builtin
         description: String::new(),
         timeout_ms: None,
         workdir: None,
+        run_in_background: false,
     };
     Bash.run(args, &fx.env, CancellationToken::new()).await
 }
