@@ -52,6 +52,20 @@ pub fn depth_of(agent: &dyn Agent) -> u64 {
     agent.session().header().delegation_depth.unwrap_or(0)
 }
 
+/// Whether `agent` works for another agent rather than for a person: a delegated child (its
+/// header's `origin` or depth says so), or any agent another live agent owns. Guards that
+/// must only let a person through (asking the user, approving a plan, creating a goal)
+/// refuse such callers; every child this crate starts passes both tests.
+pub fn is_delegated(agent: &dyn Agent, registry: Option<&dsh_agent::AgentRegistry>) -> bool {
+    let header = agent.session().header();
+    if header.origin == Some(SessionOrigin::Subagent) || header.delegation_depth.unwrap_or(0) > 0 {
+        return true;
+    }
+    registry.is_some_and(|r| {
+        !r.roots().iter().any(|root| root.id() == agent.id()) && r.get(agent.id()).is_some()
+    })
+}
+
 /// Everything decided about a child before anything is created.
 pub(crate) struct ChildPlan {
     pub id: SessionId,

@@ -24,7 +24,7 @@ mod run;
 mod service;
 pub mod tools;
 
-pub use child::{depth_of, Provider, DELEGATION_CONTEXT};
+pub use child::{depth_of, is_delegated, Provider, DELEGATION_CONTEXT};
 pub use config::{SubagentsConfig, DEFAULT_MAX_CONSECUTIVE_WAKES, DEFAULT_MAX_DEPTH};
 pub use descriptor::{
     fold_descriptor, SubagentDescriptor, SubagentMode, ToolFilter, EVENT_TYPES,

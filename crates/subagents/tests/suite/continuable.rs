@@ -175,6 +175,14 @@ async fn a_settling_child_wakes_its_idle_parent_with_one_notice() {
                "summary": format!("Background subagent {id} finished and will do no further work unless you send it more."),
                "senderSessionId": id.as_str()})
     );
+    // A continuable child is owned by its parent: no delegated-caller guard takes it for a
+    // person (spec §9 A5).
+    let live = t.h.registry().get(&id).unwrap();
+    assert!(t.h.registry().is_owned_by(&id, parent.id()));
+    assert!(dsh_subagents::is_delegated(
+        live.as_ref(),
+        Some(t.h.registry())
+    ));
     // Still loaded, between turns, and continuable.
     let snapshot = t.subagents.get(&id).unwrap();
     assert_eq!(

@@ -97,7 +97,117 @@ async fn a_foreground_child_runs_to_its_end_and_its_answer_is_the_result() {
     assert_eq!(header["origin"], "subagent");
     assert_eq!(header["delegationDepth"], 1);
     assert!(header.get("seedLength").is_none());
+    // The parent works for a person; the child does not.
+    assert!(!dsh_subagents::is_delegated(
+        parent.as_ref(),
+        Some(t.h.registry())
+    ));
     // A one-shot child is gone once its result is in.
     assert!(t.h.registry().get(child.id()).is_none());
+    t.h.finish().await;
+}
+
+#[tokio::test]
+async fn the_configured_persona_and_tool_filter_shape_every_child_but_not_the_parent() {
+    let config = SubagentsConfig {
+        persona: Some("You are a meticulous reviewer.".into()),
+        tool_filter: Some(dsh_subagents::ToolFilter {
+            allow: None,
+            deny: Some(vec!["list_agents".into()]),
+        }),
+        ..SubagentsConfig::default()
+    };
+    let t = Tree::with_config(config, |req| {
+        if for_session(req, "agent-1") {
+            if last(req) == "go" {
+                return tool_call_response(&[
+                    (
+                        "c1",
+                        "subagent",
+                        r#"{"description":"fg","prompt":"foreground task","run_in_background":false}"#,
+                    ),
+                    (
+                        "c2",
+                        "subagent",
+                        r#"{"description":"bg","prompt":"background task"}"#,
+                    ),
+                ]);
+            }
+            return text_response("ok");
+        }
+        if mentions(req, "foreground task") {
+            // The filtered tool is refused even if the model calls it.
+            if req
+                .messages
+                .iter()
+                .any(|m| m.role == dsh_protocol::Role::Assistant)
+            {
+                return text_response("could not list");
+            }
+            return tool_call_response(&[("l1", "list_agents", "{}")]);
+        }
+        text_response("done")
+    });
+    let parent = t.h.create_agent_named("agent-1").await.agent().clone();
+    parent.followup(msg("go")).unwrap();
+    parent.when_idle().await;
+    let background = t
+        .subagents
+        .children(&"agent-1".into())
+        .into_iter()
+        .find(|c| c.label == "bg")
+        .unwrap();
+    dsh_testkit::harness::until(|| t.subagents.get(&background.id).is_some_and(|c| !c.working))
+        .await;
+    parent.when_idle().await;
+
+    let requests = t.h.adapter().requests();
+    let tool_names = |r: &LlmRequest| -> Vec<String> {
+        r.tools.iter().flatten().map(|s| s.name.clone()).collect()
+    };
+    let parent_first = requests.iter().find(|r| for_session(r, "agent-1")).unwrap();
+    assert!(tool_names(parent_first).contains(&"list_agents".to_owned()));
+    assert!(!parent_first
+        .system
+        .as_deref()
+        .unwrap_or_default()
+        .contains("meticulous reviewer"));
+    assert!(!tool_names(parent_first).contains(&"report".to_owned()));
+    for task in ["foreground task", "background task"] {
+        let child = requests
+            .iter()
+            .find(|r| !for_session(r, "agent-1") && mentions(r, task))
+            .unwrap();
+        let names = tool_names(child);
+        assert!(
+            !names.contains(&"list_agents".to_owned()),
+            "{task}: {names:?}"
+        );
+        assert!(child
+            .system
+            .as_deref()
+            .unwrap_or_default()
+            .contains("You are a meticulous reviewer."));
+        // Only the continuable child reports.
+        assert_eq!(
+            names.contains(&"report".to_owned()),
+            task == "background task",
+            "{names:?}"
+        );
+    }
+    let fg = t
+        .children(&["agent-1"])
+        .into_iter()
+        .find(|s| {
+            outline(&s.events())
+                .iter()
+                .any(|l| l.contains("foreground task"))
+        })
+        .unwrap();
+    let refused = outline(&fg.events())
+        .into_iter()
+        .find(|l| l.starts_with("tool/result"))
+        .unwrap();
+    assert!(refused.starts_with("tool/result ERR "), "{refused}");
     t.h.finish().await;
 }
