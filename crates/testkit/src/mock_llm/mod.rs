@@ -42,7 +42,10 @@
 //! }
 //! ```
 //!
-//! Rules are tried first and never used up. Otherwise `index_by` picks the entry: `order`
+//! Rules are tried first, in order, and never used up. A rule's `match` may also name text
+//! the conversation must hold (`"contains": "CHILD-A"` or a list, all required) or must not
+//! (`"lacks"`), checked against every non-system message, so one server can answer several
+//! agents (a parent and its subagents) by whose request it is. Otherwise `index_by` picks the entry: `order`
 //! (default) takes the next unused response; `assistant_turns` takes the entry whose index is
 //! the number of assistant messages in the request, so retries repeat a reply. A request
 //! past the end gets HTTP 500 with error code `script_exhausted`. Usage is reported only
