@@ -52,6 +52,12 @@ pub struct SessionSummary {
     pub size: u64,
     /// `kind` of the last `turn/end` reason (`completed`, `interrupted`, …).
     pub last_outcome: Option<String>,
+    /// The session that started this one (a delegated child's parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// Nesting depth of a delegated child (absent for a top-level session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u64>,
     /// Set when the log could not be read; the summary then comes from the header alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
@@ -64,6 +70,8 @@ impl SessionSummary {
             cwd: header.cwd.clone(),
             created_at: header.created_at,
             updated_at: header.created_at,
+            parent_session: header.parent_session.clone(),
+            delegation_depth: (header.delegation_depth > 0).then_some(header.delegation_depth),
             ..SessionSummary::default()
         }
     }
@@ -160,6 +168,10 @@ struct IndexLine {
     size: u64,
     last_outcome: Option<String>,
     #[serde(default)]
+    parent_session: Option<String>,
+    #[serde(default)]
+    delegation_depth: Option<u64>,
+    #[serde(default)]
     problem: Option<String>,
 }
 
@@ -178,6 +190,8 @@ impl From<IndexLine> for IndexEntry {
                 events: line.events,
                 size: line.size,
                 last_outcome: line.last_outcome,
+                parent_session: line.parent_session,
+                delegation_depth: line.delegation_depth,
                 problem: line.problem,
             },
         }
@@ -704,13 +718,15 @@ mod tests {
                 events: 4,
                 size: 5,
                 last_outcome: Some("completed".into()),
+                parent_session: Some("parent".into()),
+                delegation_depth: Some(1),
                 problem: Some("p".into()),
             },
         };
         let text = serde_json::to_string(&entry).unwrap();
         assert_eq!(
             text,
-            r#"{"path":"--w--/s/session.jsonl","mtimeNs":7,"id":"s","cwd":"/w","title":"t","createdAt":1,"updatedAt":2,"turns":3,"events":4,"size":5,"lastOutcome":"completed","problem":"p"}"#
+            r#"{"path":"--w--/s/session.jsonl","mtimeNs":7,"id":"s","cwd":"/w","title":"t","createdAt":1,"updatedAt":2,"turns":3,"events":4,"size":5,"lastOutcome":"completed","parentSession":"parent","delegationDepth":1,"problem":"p"}"#
         );
         assert_eq!(serde_json::from_str::<IndexEntry>(&text).unwrap(), entry);
         let mut plain = entry.clone();

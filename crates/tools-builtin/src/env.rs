@@ -208,6 +208,23 @@ impl ToolEnv {
         }
     }
 
+    /// The environment of a delegated child session working beside this one: the same
+    /// workspace, sandbox, secrets, limits and temp dir (the child works for this session),
+    /// with its own session facts, its own read-before-edit observations and its own sandbox
+    /// notice latch.
+    pub fn for_child_session(&self, session_id: &str) -> Self {
+        let facts = SessionFacts {
+            session_id: Some(session_id.to_owned()),
+            dsh_home: self.facts.dsh_home.clone(),
+        };
+        Self {
+            observations: Arc::new(ObservationStore::new()),
+            facts: Arc::new(facts),
+            notice_shown: Arc::new(AtomicBool::new(false)),
+            ..self.clone()
+        }
+    }
+
     /// The same session with another unconfined-fallback choice.
     pub fn with_unconfined_fallback(&self, fallback: UnconfinedFallback) -> Self {
         Self {

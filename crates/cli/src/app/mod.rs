@@ -283,6 +283,11 @@ impl Runtime {
     }
 
     /// The session store's backend, when persistence is mounted.
+    /// The delegation service, when the `subagents` row is mounted.
+    pub fn subagents(&self) -> Option<Arc<dsh_subagents::Subagents>> {
+        self.root.get::<dsh_subagents::Subagents>()
+    }
+
     pub fn persistence(&self) -> Option<Arc<dyn SessionPersistence>> {
         self.root.get::<dyn SessionPersistence>()
     }

@@ -30,6 +30,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_jobs::JobsPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
+        .with::<dsh_subagents::SubagentsPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
@@ -38,6 +39,7 @@ pub fn plugin_table() -> PluginTable {
 pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_tools_builtin::approval::EVENT_TYPES,
     dsh_compaction::EVENT_TYPES,
+    dsh_subagents::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions

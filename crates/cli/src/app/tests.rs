@@ -271,7 +271,12 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "todo_write",
             "job_output",
             "job_list",
-            "job_kill"
+            "job_kill",
+            "subagent",
+            "subagent_fork",
+            "send_message",
+            "interrupt_agent",
+            "list_agents"
         ]
     );
     // A new session starts with its safety records.
@@ -444,12 +449,15 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "compaction/summary",
             "compaction/end",
             "compaction/prune",
+            "subagent/descriptor"
         ]
     );
     for name in declared {
         let registered = dsh_session::declared_event_type(name).unwrap();
         let owner = if name.starts_with("compaction/") {
             "dsh_compaction::"
+        } else if name.starts_with("subagent/") {
+            "dsh_subagents::"
         } else {
             "dsh_tools_builtin::"
         };

@@ -196,6 +196,9 @@ pub enum SessionsCommand {
         /// Print a JSON array of summaries
         #[arg(long)]
         json: bool,
+        /// One row per session, newest first, without nesting children under their parent
+        #[arg(long)]
+        flat: bool,
     },
     /// Print a session's conversation (or, with --json, its raw event log)
     Show {

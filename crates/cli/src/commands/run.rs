@@ -15,7 +15,9 @@ use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions
 use crate::config::{load, Env};
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
 use dsh_jobs::JobRegistry;
+use dsh_kernel::Disposer;
 use dsh_protocol::{Message, SessionId};
+use dsh_subagents::{SubagentEnd, SubagentStart, Subagents};
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -129,6 +131,7 @@ async fn drive(
         printer.event(event);
         probe.on_event(event);
     })?;
+    let children = watch_children(runtime, &output)?;
     let handle = match resume {
         Some(id) => runtime.resume_agent(id, start).await,
         None => {
@@ -144,6 +147,7 @@ async fn drive(
         Ok(handle) => handle,
         Err(error) => {
             subscription.dispose();
+            children.iter().for_each(Disposer::dispose);
             return Err(error.into());
         }
     };
@@ -159,12 +163,14 @@ async fn drive(
     if let Err(error) = sent {
         handle.dispose().await;
         subscription.dispose();
+        children.iter().for_each(Disposer::dispose);
         return Err(anyhow::Error::new(error).context("cannot send the prompt"));
     }
     // Ordered teardown: the loop flushes the session before disposal completes.
     let jobs = runtime.ctx().get::<JobRegistry>();
-    let stop = finish_turn(&handle, jobs, signals).await;
+    let stop = finish_turn(&handle, jobs, runtime.subagents(), signals).await;
     subscription.dispose();
+    children.iter().for_each(Disposer::dispose);
     notice.join();
     let cap = cap_hit
         .load(Ordering::SeqCst)
@@ -257,16 +263,39 @@ impl StopSignals {
     }
 }
 
-/// Waits until the agent is idle, then disposes it. A signal cancels the turn with cause
-/// `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
+/// Prints a `child` line (or note) whenever a child of the run starts or ends.
+fn watch_children(runtime: &Runtime, output: &Arc<RunOutput>) -> Result<Vec<Disposer>, AppError> {
+    if runtime.subagents().is_none() {
+        return Ok(Vec::new());
+    }
+    let started = output.clone();
+    let ended = output.clone();
+    let ctx = runtime.ctx();
+    Ok(vec![
+        ctx.on::<SubagentStart>(move |child| {
+            started.child(child, false);
+            Ok(())
+        })
+        .map_err(AppError::Mount)?,
+        ctx.on::<SubagentEnd>(move |child| {
+            ended.child(child, true);
+            Ok(())
+        })
+        .map_err(AppError::Mount)?,
+    ])
+}
+
+/// Waits until the run is settled (see [`settled`]), then disposes the agent. A signal
+/// cancels the turn with cause `user` and bounds the rest (closing the turn and disposal) by [`DRAIN_LIMIT`]; a second
 /// signal, or running out of time, exits the process at once. Returns the signal, if any.
 async fn finish_turn(
     handle: &AgentHandle,
     jobs: Option<Arc<JobRegistry>>,
+    subagents: Option<Arc<Subagents>>,
     signals: &mut StopSignals,
 ) -> Option<Stop> {
     let agent = handle.agent().clone();
-    let settled = settled(agent.clone(), jobs.clone());
+    let settled = settled(agent.clone(), jobs.clone(), subagents);
     tokio::pin!(settled);
     let stop = tokio::select! {
         () = &mut settled => {
@@ -304,17 +333,29 @@ async fn finish_turn(
     Some(stop)
 }
 
-/// Resolves when the agent is idle, none of the process's background jobs is running and
-/// every completion notice was delivered: a notice that wakes the agent opens a turn before
-/// the registry counts as quiet, so the loop only ends once nothing can start more work.
-async fn settled(agent: Arc<dyn dsh_agent::Agent>, jobs: Option<Arc<JobRegistry>>) {
+/// Resolves once nothing can start more work: the agent idle, none of the process's
+/// background jobs running, no child below the agent working, and every completion or
+/// settlement notice delivered (a notice that wakes the agent opens a turn before the
+/// registry counts as quiet or the child as settled, so the loop checks all of it again).
+async fn settled(
+    agent: Arc<dyn dsh_agent::Agent>,
+    jobs: Option<Arc<JobRegistry>>,
+    subagents: Option<Arc<Subagents>>,
+) {
     loop {
         agent.when_idle().await;
-        let Some(jobs) = &jobs else { return };
-        if jobs.is_quiet() && agent.status() == dsh_agent::AgentStatus::Idle {
+        let jobs_quiet = jobs.as_ref().is_none_or(|jobs| jobs.is_quiet());
+        let tree_quiet = subagents
+            .as_ref()
+            .is_none_or(|tree| !tree.tree_working(agent.id()));
+        if jobs_quiet && tree_quiet && agent.status() == dsh_agent::AgentStatus::Idle {
             return;
         }
-        jobs.when_quiet().await;
+        match (&jobs, &subagents) {
+            (Some(jobs), _) if !jobs_quiet => jobs.when_quiet().await,
+            (_, Some(tree)) if !tree_quiet => tree.until_settled(agent.id()).await,
+            _ => {}
+        }
     }
 }
 

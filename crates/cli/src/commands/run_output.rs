@@ -188,6 +188,45 @@ impl RunOutput {
         }
     }
 
+    /// A child of the run's tree started (`ended` false) or ended: a `child` JSON line, or a
+    /// note on stderr.
+    pub fn child(&self, lifecycle: &dsh_subagents::ChildLifecycle, ended: bool) {
+        let mut state = self.state();
+        if self.json {
+            let mut line = json!({
+                "type": "child",
+                "session": lifecycle.id.as_str(),
+                "event": if ended { "end" } else { "start" },
+                "parent": lifecycle.parent.as_str(),
+                "label": lifecycle.label,
+                "mode": lifecycle.mode,
+                "runId": lifecycle.run_id,
+            });
+            if let Some(stop) = lifecycle.stop {
+                line["stopReason"] = json!(stop.as_str());
+            }
+            state.json_line(&line);
+            return;
+        }
+        let text = match (ended, lifecycle.stop) {
+            (false, _) => format!(
+                "dsh: subagent started: {} ({})",
+                lifecycle.label, lifecycle.id
+            ),
+            (true, Some(stop)) => format!(
+                "dsh: subagent {}: {} ({})",
+                stop.as_str(),
+                lifecycle.label,
+                lifecycle.id
+            ),
+            (true, None) => format!(
+                "dsh: subagent ended: {} ({})",
+                lifecycle.label, lifecycle.id
+            ),
+        };
+        state.note(&text);
+    }
+
     /// Why writing stdout failed, if it did (a closed pipe does not count).
     pub fn stdout_failure(&self) -> Option<String> {
         self.stdout_failure.get()

@@ -57,7 +57,7 @@ pub(super) fn sessions(
 ) -> anyhow::Result<u8> {
     let store = Store::open(global, env)?;
     match command {
-        SessionsCommand::List { all, json } => list(&store, *all, *json, out),
+        SessionsCommand::List { all, json, flat } => list(&store, *all, *json, *flat, out),
         SessionsCommand::Show { id, json } => show(&store, id, *json, out),
         SessionsCommand::Verify { id, all } => verify(&store, id.as_deref(), *all, out),
         SessionsCommand::Repair { id } => repair::repair(&store, id, out),
@@ -82,7 +82,48 @@ pub(super) fn format_time(ms: u64) -> String {
     format!("{date} {:02}:{:02}", of_day / 3600, (of_day % 3600) / 60)
 }
 
-fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
+/// `summaries` (newest first) with each delegated child right under its parent, indented
+/// one step per level; a child whose parent is not listed stays where it is, unindented.
+fn as_tree(summaries: Vec<SessionSummary>) -> Vec<(usize, SessionSummary)> {
+    let listed: std::collections::HashSet<String> =
+        summaries.iter().map(|s| s.id.clone()).collect();
+    let is_root = |s: &SessionSummary| {
+        s.parent_session
+            .as_ref()
+            .is_none_or(|parent| !listed.contains(parent))
+    };
+    let mut out = Vec::with_capacity(summaries.len());
+    let mut stack: Vec<(usize, &SessionSummary)> = summaries
+        .iter()
+        .filter(|s| is_root(s))
+        .rev()
+        .map(|s| (0, s))
+        .collect();
+    while let Some((level, summary)) = stack.pop() {
+        out.push((level, summary.clone()));
+        // Children oldest first under their parent, as they were started.
+        let mut children: Vec<&SessionSummary> = summaries
+            .iter()
+            .filter(|s| s.parent_session.as_deref() == Some(summary.id.as_str()))
+            .collect();
+        children.sort_by_key(|s| (s.created_at, s.id.clone()));
+        for child in children.into_iter().rev() {
+            // A cycle in hand-edited headers must not loop forever.
+            if out.len() + stack.len() <= summaries.len() {
+                stack.push((level + 1, child));
+            }
+        }
+    }
+    out
+}
+
+fn list(
+    store: &Store,
+    all: bool,
+    json: bool,
+    flat: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
     let summaries: Vec<SessionSummary> = if all {
         store.backend.list()?
     } else {
@@ -109,7 +150,16 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
         stderr_line(format_args!("no stored sessions in {place}"));
         return Ok(exit::SUCCESS);
     }
-    let width = summaries.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    let rows: Vec<(usize, SessionSummary)> = if flat {
+        summaries.into_iter().map(|s| (0, s)).collect()
+    } else {
+        as_tree(summaries)
+    };
+    let width = rows
+        .iter()
+        .map(|(level, s)| s.id.len() + 2 * level)
+        .max()
+        .unwrap_or(0);
     writeln!(
         out,
         "{:width$}  {:16}  {:>5}  {:11}  {}",
@@ -119,7 +169,7 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
         "OUTCOME",
         if all { "WORKSPACE / TITLE" } else { "TITLE" }
     )?;
-    for s in &summaries {
+    for (level, s) in &rows {
         let outcome = match (&s.problem, &s.last_outcome) {
             (Some(_), _) => "unreadable",
             (None, Some(kind)) => kind.as_str(),
@@ -137,7 +187,7 @@ fn list(store: &Store, all: bool, json: bool, out: &mut dyn Write) -> anyhow::Re
         writeln!(
             out,
             "{:width$}  {:16}  {:>5}  {:11}  {}",
-            s.id,
+            format!("{}{}", "  ".repeat(*level), s.id),
             format_time(s.updated_at),
             s.turns,
             outcome,

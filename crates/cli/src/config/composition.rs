@@ -34,6 +34,8 @@ pub const JOBS_ROW: &str = "jobs";
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
 pub const AGENT_LOOP_ROW: &str = "agent-loop";
+/// Row id of delegation (the subagent tools, continuable children and their settlement).
+pub const SUBAGENTS_ROW: &str = "subagents";
 
 /// Row id of the compaction engine (token meter, automatic and manual compaction, pruner).
 pub const COMPACTION_ROW: &str = "compaction";
@@ -83,6 +85,7 @@ pub fn default_composition() -> Composition {
             null(JOBS_ROW, dsh_jobs::JobsPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
+            null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),
         ],
     }
 }

@@ -72,7 +72,7 @@ pub use compaction::{
 pub use composition::{
     default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, COMPACTION_ROW,
     DERIVED_ROWS, LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW,
-    SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
+    SUBAGENTS_ROW, SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
 };
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};

@@ -153,7 +153,8 @@ fn config_show_json_is_machine_readable() {
             "approval",
             "jobs",
             "agents",
-            "agent-loop"
+            "agent-loop",
+            "subagents"
         ]
     );
 }

@@ -9,6 +9,7 @@ mod run;
 mod run_support;
 mod sessions;
 mod streams;
+mod subagents;
 mod tui_binary;
 mod tui_compact;
 mod tui_runner;

@@ -93,6 +93,8 @@ fn a_missing_index_is_rebuilt_from_the_logs() {
                 events: 6,
                 size: size("a"),
                 last_outcome: Some("completed".into()),
+                parent_session: None,
+                delegation_depth: None,
                 problem: None,
             },
             SessionSummary {
@@ -105,6 +107,8 @@ fn a_missing_index_is_rebuilt_from_the_logs() {
                 events: 3,
                 size: size("b"),
                 last_outcome: Some("completed".into()),
+                parent_session: None,
+                delegation_depth: None,
                 problem: None,
             },
         ]

@@ -43,11 +43,14 @@
 //! ```
 //!
 //! A rule's `match` may also require request headers (`"header": {"x-deepseek-harness-compact":
-//! "1"}`, names in any case) and message text (`"message_contains"`, `"last_message_contains"`),
-//! so one script answers summarisation requests with a summary and turn requests with tool
-//! calls; every recorded request keeps its headers.
+//! "1"}`, names in any case), message text (`"message_contains"`, `"last_message_contains"`),
+//! and text the conversation must hold (`"contains": "CHILD-A"` or a list, all required) or must
+//! not (`"lacks"`), checked against every non-system message. So one script answers
+//! summarisation requests with a summary and turn requests with tool calls, and one server
+//! answers several agents (a parent and its subagents) by whose request it is; every recorded
+//! request keeps its headers.
 //!
-//! Rules are tried first and never used up. Otherwise `index_by` picks the entry: `order`
+//! Rules are tried first, in order, and never used up. Otherwise `index_by` picks the entry: `order`
 //! (default) takes the next unused response; `assistant_turns` takes the entry whose index is
 //! the number of assistant messages in the request, so retries repeat a reply. A request
 //! past the end gets HTTP 500 with error code `script_exhausted`. Usage is reported only

@@ -86,6 +86,21 @@ pub struct RuleMatch {
     /// instruction; a turn request ends with the prompt or a tool result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message_contains: Option<String>,
+    /// Each of these is in some non-system message's text (how a rule tells whose request
+    /// it is when several agents share the server). A string or an array of strings.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub contains: Vec<String>,
+    /// None of these is in any non-system message's text. A string or an array of strings.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub lacks: Vec<String>,
     #[serde(flatten, skip_serializing)]
     unknown: BTreeMap<String, Value>,
 }
@@ -397,6 +412,31 @@ impl RuleMatch {
         self.last_message_contains = Some(text.into());
         self
     }
+    /// Also requires a non-system message containing `text`.
+    pub fn contains(mut self, text: impl Into<String>) -> Self {
+        self.contains.push(text.into());
+        self
+    }
+
+    /// Also requires that no non-system message contains `text`.
+    pub fn lacks(mut self, text: impl Into<String>) -> Self {
+        self.lacks.push(text.into());
+        self
+    }
+}
+
+/// A string or an array of strings, as a list.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(text) => vec![text],
+        OneOrMany::Many(texts) => texts,
+    })
 }
 
 impl Reply {

@@ -131,6 +131,20 @@ fn rule_matches(matcher: &RuleMatch, body: &Value, headers: &BTreeMap<String, St
             return false;
         }
     }
+    if !matcher
+        .contains
+        .iter()
+        .all(|text| conversation_mentions(body, text))
+    {
+        return false;
+    }
+    if matcher
+        .lacks
+        .iter()
+        .any(|text| conversation_mentions(body, text))
+    {
+        return false;
+    }
     true
 }
 
@@ -144,6 +158,26 @@ fn message_text(message: &Value) -> String {
             .collect(),
         _ => String::new(),
     }
+}
+
+/// Whether a non-system message of the request holds `needle` in its text (a string
+/// content, or the `text` of content parts).
+fn conversation_mentions(body: &Value, needle: &str) -> bool {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return false;
+    };
+    messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+        .any(|m| match m.get("content") {
+            Some(Value::String(text)) => text.contains(needle),
+            Some(Value::Array(parts)) => parts.iter().any(|p| {
+                p.get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.contains(needle))
+            }),
+            _ => false,
+        })
 }
 
 /// Number of assistant messages in the request's conversation.

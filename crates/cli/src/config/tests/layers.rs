@@ -121,6 +121,7 @@ fn a_valid_file_loads_every_section() {
             ("jobs", "jobs", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
+            ("subagents", "subagents", false),
             ("audit", "audit-log", true),
         ]
     );

@@ -112,6 +112,8 @@ pub fn declared_points() -> Vec<Point> {
         waterfall::<dsh_agent::RequestError>(),
         serial::<dsh_agent::TurnStopping>(),
         notification::<dsh_agent::ConfigStartFailed>(),
+        notification::<dsh_subagents::SubagentStart>(),
+        notification::<dsh_subagents::SubagentEnd>(),
     ]
 }
 
