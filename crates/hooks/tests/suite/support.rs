@@ -74,7 +74,10 @@ pub fn log_lines(events: &[Arc<SessionEvent>]) -> Vec<String> {
         .iter()
         .zip(lines)
         .filter(|(_, line)| {
-            !line.starts_with("request/") && !line.starts_with("chunk") && line != "step/usage"
+            !line.starts_with("request/")
+                && !line.starts_with("chunk")
+                && !line.starts_with("splice")
+                && line != "step/usage"
         })
         .map(|(event, line)| {
             let json = serde_json::to_value(event.as_ref()).unwrap();
@@ -86,7 +89,7 @@ pub fn log_lines(events: &[Arc<SessionEvent>]) -> Vec<String> {
                 }
                 format!("{kind} {data}")
             } else {
-                line
+                line.split(" cites ").next().unwrap_or_default().to_owned()
             }
         })
         .collect()
