@@ -10,6 +10,7 @@ mod agents_many;
 mod core_stack;
 mod counting;
 mod derive_messages;
+mod hook_dispatch;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -77,6 +78,11 @@ const BENCHES: &[Bench] = &[
         name: "agents-1000",
         about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
         run: agents_many::run,
+    },
+    Bench {
+        name: "hook-dispatch",
+        about: "hooks around a tool call apart from the hook process (figures only)",
+        run: hook_dispatch::run,
     },
     Bench {
         name: "sandbox-spawn",
