@@ -131,3 +131,32 @@ async fn a_malformed_hooks_file_is_named_on_stderr_and_the_run_goes_on() {
     assert_eq!(text(&output.stdout), "fine\n");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn continue_false_stops_the_run_and_says_why() {
+    let server = serve(
+        Script::new()
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": "ls", "description": "x"}),
+            ))
+            .respond(Reply::text("never")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let stop = r#"echo '{"continue":false,"stopReason":"quota reached"}'"#;
+    std::fs::write(
+        sandbox.home.path().join("hooks.json"),
+        json!({"PreToolUse": [{"hooks": [{"command": stop}]}]}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox.dsh(&["run", "list"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("dsh: stopped by a hook: quota reached"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    server.shutdown().await;
+}
