@@ -406,15 +406,19 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "approval/decided",
             "approval/policy",
             "sandbox/mode",
-            "permission/preset"
+            "permission/preset",
+            "hook/invoked",
+            "hook/result"
         ]
     );
     for name in declared {
         let registered = dsh_session::declared_event_type(name).unwrap();
-        assert!(
-            registered.rust_name().starts_with("dsh_tools_builtin::"),
-            "{name}"
-        );
+        let owner = if name.starts_with("hook/") {
+            "dsh_hooks::"
+        } else {
+            "dsh_tools_builtin::"
+        };
+        assert!(registered.rust_name().starts_with(owner), "{name}");
     }
 }
 
