@@ -325,3 +325,101 @@ async fn a_stop_hook_that_always_blocks_is_capped() {
     assert_eq!(active, [false, true, true]);
     h.finish().await;
 }
+
+#[tokio::test]
+async fn session_start_context_waits_in_the_inbox_for_the_first_request() {
+    let files = HookFiles::new().claude(
+        r#"{"hooks":{"SessionStart":[
+            {"matcher":"startup","hooks":[{"command":"echo 'branch: main'"}]},
+            {"matcher":"resume","hooks":[{"command":"echo 'never on startup'"}]}
+        ]}}"#,
+    );
+    let h = harness(&files, files.config(), [text_response("hi").into()]);
+    let agent = h.create_agent_named("s1").await.agent().clone();
+    dsh_testkit::harness::until(|| agent.inbox().has_pending()).await;
+    agent.followup(msg("hello")).unwrap();
+    agent.when_idle().await;
+    let request = request_texts(&h, 0);
+    assert!(
+        request.iter().any(|m| m.contains("branch: main")),
+        "{request:?}"
+    );
+    assert!(!request.iter().any(|m| m.contains("never on startup")));
+    // Detached: no turn, so no hook/* records.
+    let lines = log_lines(&agent.session().events());
+    assert!(!lines.iter().any(|l| l.starts_with("hook/")), "{lines:#?}");
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn codex_hooks_get_the_codex_payload_and_cannot_ask() {
+    let files = HookFiles::new();
+    let payload = files.path("codex.json");
+    let ask = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}'"#;
+    let files = files.file(
+        "hooks.json",
+        dsh_hooks::Dialect::Codex,
+        &json!({"PreToolUse": [{"matcher": "^bash$", "hooks": [
+            {"command": format!("cat > '{}'", payload.display())},
+            {"command": ask}
+        ]}]})
+        .to_string(),
+    );
+    let h = harness(
+        &files,
+        files.config(),
+        [
+            tool_call_response(&[("c1", "bash", r#"{"command":"ls","text":"y"}"#)]).into(),
+            text_response("ok").into(),
+        ],
+    );
+    let agent = h.create_agent_named("s1").await.agent().clone();
+    agent.followup(msg("go")).unwrap();
+    agent.when_idle().await;
+    let raw = std::fs::read_to_string(&payload).unwrap();
+    assert!(!raw.ends_with('\n'));
+    let sent: Value = serde_json::from_str(&raw).unwrap();
+    let cwd = std::env::current_dir().unwrap().display().to_string();
+    assert_eq!(
+        sent,
+        json!({"session_id": "s1", "transcript_path": null, "cwd": cwd,
+            "hook_event_name": "PreToolUse", "model": "scripted-model",
+            "permission_mode": "default", "turn_id": "1", "tool_name": "bash",
+            "tool_input": {"command": "ls"}, "tool_use_id": "c1"})
+    );
+    // The ask was dropped: the call ran.
+    let lines = log_lines(&agent.session().events());
+    assert!(
+        lines.contains(&"tool/result bash:y".to_owned()),
+        "{lines:#?}"
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn a_pre_tool_use_ask_goes_to_the_approval_seam_and_fails_closed_without_one() {
+    let ask = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"check first"}}'"#;
+    let files = HookFiles::new().claude(
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"command": ask}]}]}})
+            .to_string(),
+    );
+    let h = harness(
+        &files,
+        files.config(),
+        [
+            tool_call_response(&[("c1", "bash", r#"{"text":"y"}"#)]).into(),
+            text_response("ok").into(),
+        ],
+    );
+    let agent = h.create_agent_named("s1").await.agent().clone();
+    agent.followup(msg("go")).unwrap();
+    agent.when_idle().await;
+    let lines = log_lines(&agent.session().events());
+    let result = lines.iter().find(|l| l.starts_with("tool/result")).unwrap();
+    assert!(
+        result.starts_with("tool/result ERR Error: ") && result.contains("approval"),
+        "{result}"
+    );
+    assert!(h.probe().journal().is_empty());
+    h.finish().await;
+}
