@@ -7,10 +7,11 @@
 //! | `PreToolUse` | `tools/pre-execute` |
 //! | `PostToolUse` | `tools/post-execute` |
 //! | `Stop` | `agent/turn-stopping` (a block `steer()`s the turn on, up to the cap) |
+//! | `SubagentStart` | `agent/created` of an agent another agent owns (detached) |
+//! | `SubagentStop` | `agent/disposed` of such an agent (detached, observe-only) |
 //!
 //! `continue: false` from any turn-scoped hook cancels the turn with cause `hook` and the
-//! hook's `stopReason`, which surfaces show. `SubagentStart`/`SubagentStop` are parsed but
-//! fire only once dsh's agent registry announces sub-agents (see docs/hooks.md).
+//! hook's `stopReason`, which surfaces show.
 
 use crate::config::Dialect;
 use crate::event::HookEvent;
@@ -18,15 +19,15 @@ use crate::hooks::{Hooks, PointContext, Subject};
 use crate::merge::{Decision, Merged};
 use crate::names::{claude_name, claude_tool_input};
 use dsh_agent::{
-    Agent, AgentCancelCause, CancelOptions, PreStep, PreStepDecision, SessionStart,
-    SessionStartSource, TurnStopping,
+    Agent, AgentCancelCause, AgentCreated, AgentDisposed, AgentRegistry, CancelOptions, PreStep,
+    PreStepDecision, SessionStart, SessionStartSource, TurnStopping,
 };
 use dsh_kernel::{BoxError, Context};
 use dsh_protocol::{ContentBlock, Message, MessageSource, Role};
 use dsh_session::SessionDisposed;
 use dsh_tools::{PostExecute, PostExecuteDecision, PreExecute, PreExecuteDecision, ToolExecution};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,8 @@ pub const STOP_BLOCKED: &str = "continue: blocked by Stop hook";
 struct Turns {
     current: HashMap<String, u64>,
     stop_blocks: HashMap<String, (u64, u32)>,
+    /// Live agents that another agent owns (their disposal fires `SubagentStop`).
+    children: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -156,7 +159,8 @@ pub(crate) fn install(ctx: &Context, hooks: Arc<Hooks>) -> Result<(), BoxError> 
     install_pre_tool(ctx, bridge.clone())?;
     install_post_tool(ctx, bridge.clone())?;
     install_stop(ctx, bridge.clone())?;
-    install_session_start(ctx, bridge)?;
+    install_session_start(ctx, bridge.clone())?;
+    install_subagents(ctx, bridge)?;
     Ok(())
 }
 
@@ -493,6 +497,85 @@ fn install_session_start(ctx: &Context, bridge: Arc<Bridge>) -> Result<(), BoxEr
                 }
             }
         });
+        Ok(())
+    })?
+    .forget();
+    Ok(())
+}
+
+/// What every sub-agent hook reports its child as (dsh has one kind of sub-agent).
+const AGENT_TYPE: &str = "general-purpose";
+
+/// Runs the `event` hooks for `child` off the announcing task; `inject` adds their context
+/// to the child.
+fn spawn_subagent_hooks(
+    bridge: &Arc<Bridge>,
+    child: Arc<dyn Agent>,
+    event: HookEvent,
+    inject: bool,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("hooks: no async runtime; {} hooks skipped", event.as_str());
+        return;
+    };
+    let bridge = bridge.clone();
+    runtime.spawn(async move {
+        let point = bridge.point(Some(&child), None, bridge.detached.child_token());
+        let id = child.id().as_str().to_owned();
+        let extra = move |_: Dialect| {
+            let mut map = Map::new();
+            map.insert("agent_id".into(), Value::String(id.clone()));
+            map.insert("agent_type".into(), Value::String(AGENT_TYPE.to_owned()));
+            if event == HookEvent::SubagentStop {
+                map.insert("stop_hook_active".into(), Value::Bool(false));
+            }
+            map
+        };
+        let fired = bridge
+            .hooks
+            .fire(event, Subject::named(AGENT_TYPE), &point, &extra)
+            .await;
+        if !inject {
+            return;
+        }
+        if let Some(message) = fired.as_ref().and_then(context_message) {
+            if let Err(error) = child.inject(message) {
+                tracing::warn!(%error, "hooks: cannot add SubagentStart context");
+            }
+        }
+    });
+}
+
+fn install_subagents(ctx: &Context, bridge: Arc<Bridge>) -> Result<(), BoxError> {
+    let registry_ctx = ctx.clone();
+    let on_created = bridge.clone();
+    ctx.on::<AgentCreated>(move |event| {
+        let bridge = &on_created;
+        let starts = bridge.hooks.has(HookEvent::SubagentStart);
+        if !starts && !bridge.hooks.has(HookEvent::SubagentStop) {
+            return Ok(());
+        }
+        let Some(registry) = registry_ctx.get::<AgentRegistry>() else {
+            return Ok(());
+        };
+        let id = event.agent.id();
+        if registry.roots().iter().any(|root| root.id() == id) {
+            return Ok(());
+        }
+        lock(&bridge.turns).children.insert(id.as_str().to_owned());
+        if starts {
+            spawn_subagent_hooks(bridge, event.agent.clone(), HookEvent::SubagentStart, true);
+        }
+        Ok(())
+    })?
+    .forget();
+    ctx.on::<AgentDisposed>(move |event| {
+        let was_child = lock(&bridge.turns)
+            .children
+            .remove(event.agent.id().as_str());
+        if was_child && bridge.hooks.has(HookEvent::SubagentStop) {
+            spawn_subagent_hooks(&bridge, event.agent.clone(), HookEvent::SubagentStop, false);
+        }
         Ok(())
     })?
     .forget();

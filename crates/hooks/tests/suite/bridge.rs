@@ -423,3 +423,52 @@ async fn a_pre_tool_use_ask_goes_to_the_approval_seam_and_fails_closed_without_o
     assert!(h.probe().journal().is_empty());
     h.finish().await;
 }
+
+#[tokio::test]
+async fn subagent_hooks_fire_for_a_child_agent_only() {
+    let files = HookFiles::new();
+    let starts = files.path("starts.log");
+    let stops = files.path("stops.log");
+    let files = files.claude(
+        &json!({"hooks": {
+            "SubagentStart": [{"matcher": "general-purpose", "hooks": [
+                {"command": format!("cat >> '{}'; echo", starts.display())}]}],
+            "SubagentStop": [{"hooks": [{"command": format!("cat >> '{}'; echo", stops.display())}]}]
+        }})
+        .to_string(),
+    );
+    let h = harness(&files, files.config(), []);
+    let parent = h.create_agent_named("parent").await.agent().clone();
+    let child = h
+        .registry()
+        .create(
+            parent.ctx(),
+            dsh_agent::CreateAgentOptions {
+                session_id: Some(dsh_protocol::SessionId::from("child")),
+                agent_options: dsh_testkit::harness::agent_options(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let read = |path: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    dsh_testkit::harness::until(|| !read(&starts).is_empty()).await;
+    let started = read(&starts);
+    assert_eq!(started.len(), 1, "the parent is no sub-agent: {started:?}");
+    assert_eq!(started[0]["session_id"], "child");
+    assert_eq!(started[0]["agent_id"], "child");
+    assert_eq!(started[0]["agent_type"], "general-purpose");
+    assert_eq!(started[0]["hook_event_name"], "SubagentStart");
+    child.dispose().await;
+    dsh_testkit::harness::until(|| !read(&stops).is_empty()).await;
+    let stopped = read(&stops);
+    assert_eq!(stopped[0]["agent_id"], "child");
+    assert_eq!(stopped[0]["stop_hook_active"], false);
+    h.finish().await;
+}
