@@ -184,8 +184,8 @@ impl FileParser<'_> {
         });
     }
 
-    /// A notice for `key`, placed at the line of `needle` (a key or string in the file),
-    /// searched after the line of `after` when given.
+    /// A notice for `key`, placed at the line of the first `needle` (a key or string) in the
+    /// file.
     fn notice_key(&mut self, key: &str, needle: &str, message: &str) {
         let line = self.line_of(needle, None);
         self.notices.push(LoadNotice {
