@@ -11,6 +11,7 @@ mod compaction;
 mod core_stack;
 mod counting;
 mod derive_messages;
+mod hook_dispatch;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -89,6 +90,11 @@ const BENCHES: &[Bench] = &[
         name: "compaction",
         about: "a compaction's harness overhead (<= 5 ms) and resume of a compacted session (<= 150 ms), 100k events",
         run: compaction::run,
+    },
+    Bench {
+        name: "hook-dispatch",
+        about: "hooks around a tool call apart from the hook process (figures only)",
+        run: hook_dispatch::run,
     },
     Bench {
         name: "sandbox-spawn",

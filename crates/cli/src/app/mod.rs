@@ -27,8 +27,9 @@ pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, model_info, openai_config, persistence_config,
-    plugin_table, register_event_types, sessions_root, EVENT_TYPES,
+    canonical_workspace, check_credentials, fill_hooks_row, hooks_config, model_info,
+    openai_config, persistence_config, plugin_table, register_event_types, sessions_root,
+    EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -154,7 +155,9 @@ impl Runtime {
         check_credentials(&settings)?;
         check_key_text(&settings, &options.env)?;
         let user_id = anonymous_user_id(&settings.home.value);
-        let composition = boot_composition_with_user_id(&settings, user_id);
+        let mut composition = boot_composition_with_user_id(&settings, user_id);
+        let home = options.env.get(OsStr::new("HOME")).map(Path::new);
+        fill_hooks_row(&mut composition, &hooks_config(&settings, &workspace, home));
         let temp_root = temp::create_temp_root()?;
         let sweep = temp::spawn_sweep(std::env::temp_dir());
 
@@ -280,6 +283,15 @@ impl Runtime {
     /// person install their answerer on it; without one, calls needing approval are refused.
     pub fn approvals(&self) -> Option<Arc<Approvals>> {
         self.boot.approvals.clone()
+    }
+
+    /// Problems found in the hook files (file, line, key and what was skipped), for a
+    /// surface to show once; empty when the `hooks` row is not mounted.
+    pub fn hook_notices(&self) -> Vec<String> {
+        self.root
+            .get::<dsh_hooks::Hooks>()
+            .map(|hooks| hooks.notices().iter().map(ToString::to_string).collect())
+            .unwrap_or_default()
     }
 
     /// The session store's backend, when persistence is mounted.

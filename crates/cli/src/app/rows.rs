@@ -4,6 +4,7 @@
 
 use super::error::AppError;
 use crate::config::{self, ApiKeyStatus, Provider, Settings, Source, DEEPSEEK_ROUTE, OPENAI_ROUTE};
+use dsh_hooks::{Dialect, HookSource, HooksConfig, SourceScope};
 use dsh_kernel::{Composition, PluginTable};
 use dsh_llm_openai::{Compat, ModelCatalog, OpenAiConfig, RouteConfig};
 use dsh_session::{EventDeclaration, SessionError};
@@ -28,6 +29,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::BuiltinToolsPlugin>()
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_jobs::JobsPlugin>()
+        .with::<dsh_hooks::HooksPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()
@@ -40,6 +42,7 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_tools_builtin::approval::EVENT_TYPES,
     dsh_compaction::EVENT_TYPES,
     dsh_subagents::EVENT_TYPES,
+    dsh_hooks::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
@@ -90,6 +93,60 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
         }
     }
     composition
+}
+
+/// The hooks row's config: `$DSH_HOME/hooks.json`, then the `hooks` key of Claude Code's
+/// user, project and local settings. The project and local files come with the workspace and
+/// load only when it is trusted; `home` is `$HOME` from the boot environment.
+pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) -> HooksConfig {
+    let source = |path: PathBuf, dialect, scope| HookSource {
+        path,
+        dialect,
+        scope,
+    };
+    let mut sources = vec![source(
+        settings.home.value.join("hooks.json"),
+        Dialect::ClaudeCode,
+        SourceScope::Dsh,
+    )];
+    if let Some(home) = home {
+        sources.push(source(
+            home.join(".claude").join("settings.json"),
+            Dialect::ClaudeCode,
+            SourceScope::User,
+        ));
+    }
+    let claude = workspace.join(".claude");
+    sources.push(source(
+        claude.join("settings.json"),
+        Dialect::ClaudeCode,
+        SourceScope::Project,
+    ));
+    sources.push(source(
+        claude.join("settings.local.json"),
+        Dialect::ClaudeCode,
+        SourceScope::Local,
+    ));
+    HooksConfig {
+        sources,
+        // Workspace trust (`crate::trust::is_trusted(&settings.home.value, workspace)`) is
+        // not merged yet: until it is, project hooks never load.
+        project_trusted: false,
+        project_dir: Some(workspace.to_path_buf()),
+        ..HooksConfig::default()
+    }
+}
+
+/// Fills the hooks row's config when the settings left it `null` (it needs the workspace and
+/// `$HOME`, which [`boot_composition`] does not know).
+pub fn fill_hooks_row(composition: &mut Composition, config: &HooksConfig) {
+    for row in &mut composition.rows {
+        if row.id == config::HOOKS_ROW && row.config.is_null() {
+            if let Ok(value) = serde_json::to_value(config) {
+                row.config = value;
+            }
+        }
+    }
 }
 
 /// Refuses to start a run whose model route cannot work: a required key that is not set.

@@ -449,7 +449,9 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "compaction/summary",
             "compaction/end",
             "compaction/prune",
-            "subagent/descriptor"
+            "subagent/descriptor",
+            "hook/invoked",
+            "hook/result"
         ]
     );
     for name in declared {
@@ -458,6 +460,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "dsh_compaction::"
         } else if name.starts_with("subagent/") {
             "dsh_subagents::"
+        } else if name.starts_with("hook/") {
+            "dsh_hooks::"
         } else {
             "dsh_tools_builtin::"
         };

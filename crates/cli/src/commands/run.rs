@@ -75,6 +75,9 @@ async fn run_turn(
     // Installed first, so a signal during boot is not lost: it cancels the turn at once.
     let mut signals = StopSignals::install()?;
     let runtime = Runtime::boot(settings, options)?;
+    for notice in runtime.hook_notices() {
+        stderr_line(format_args!("dsh: {notice}"));
+    }
     let result = drive(&runtime, args, prompt, &mut signals).await;
     runtime.shutdown();
     result

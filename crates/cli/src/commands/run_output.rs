@@ -274,6 +274,9 @@ impl RunOutput {
                 )),
                 None => state.note("dsh: the turn was blocked before the next model request"),
             },
+            Some(TurnEndReason::Aborted {
+                reason: TurnEndCancelCause::Hook { reason },
+            }) => state.note(&format!("dsh: stopped by a hook: {reason}")),
             Some(TurnEndReason::Aborted { reason }) => {
                 let cause = serde_json::to_value(reason)
                     .ok()

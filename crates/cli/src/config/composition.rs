@@ -30,6 +30,8 @@ pub const TOOLS_BUILTIN_ROW: &str = "tools-builtin";
 pub const APPROVAL_ROW: &str = "approval";
 /// Row id of the background-job registry and the job tools.
 pub const JOBS_ROW: &str = "jobs";
+/// Row id of the Claude Code / Codex hooks.
+pub const HOOKS_ROW: &str = "hooks";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -49,14 +51,15 @@ pub const DERIVED_ROWS: &[&str] = &[
     TOOLS_BUILTIN_ROW,
     APPROVAL_ROW,
     COMPACTION_ROW,
+    HOOKS_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
 ///
 /// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
 /// is built from the settings at boot (routes from `[providers]`, the store root from
-/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction policy from
-/// `[compaction]`).
+/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction
+/// policy from `[compaction]`, hook files from `$DSH_HOME`, `~` and the workspace).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {
@@ -83,6 +86,8 @@ pub fn default_composition() -> Composition {
             ),
             null(APPROVAL_ROW, dsh_tools_builtin::ApprovalPlugin::NAME),
             null(JOBS_ROW, dsh_jobs::JobsPlugin::NAME),
+            // After approval: its pre-execute listener runs the hooks as its inner layer.
+            null(HOOKS_ROW, dsh_hooks::HooksPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),

@@ -152,6 +152,7 @@ fn config_show_json_is_machine_readable() {
             "tools-builtin",
             "approval",
             "jobs",
+            "hooks",
             "agents",
             "agent-loop",
             "subagents"

@@ -119,6 +119,7 @@ fn a_valid_file_loads_every_section() {
             ("tools-builtin", "tools-builtin", false),
             ("approval", "approval", false),
             ("jobs", "jobs", false),
+            ("hooks", "hooks", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("subagents", "subagents", false),

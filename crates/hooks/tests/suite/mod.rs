@@ -1,0 +1,5 @@
+mod bridge;
+mod parse;
+mod protocol;
+mod runner;
+mod support;
