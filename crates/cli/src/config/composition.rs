@@ -28,6 +28,8 @@ pub const TOOLS_ROW: &str = "tools";
 pub const TOOLS_BUILTIN_ROW: &str = "tools-builtin";
 /// Row id of the approval policy and rules.
 pub const APPROVAL_ROW: &str = "approval";
+/// Row id of skills and custom slash commands.
+pub const SKILLS_ROW: &str = "skills";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -41,13 +43,15 @@ pub const DERIVED_ROWS: &[&str] = &[
     LLM_OPENAI_ROW,
     TOOLS_BUILTIN_ROW,
     APPROVAL_ROW,
+    SKILLS_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
 ///
 /// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
 /// is built from the settings at boot (routes from `[providers]`, the store root from
-/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`).
+/// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, skill and command roots from the workspace, `[skills] dirs`,
+/// `$DSH_HOME` and `$HOME`).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {
@@ -69,6 +73,7 @@ pub fn default_composition() -> Composition {
                 dsh_tools_builtin::BuiltinToolsPlugin::NAME,
             ),
             null(APPROVAL_ROW, dsh_tools_builtin::ApprovalPlugin::NAME),
+            null(SKILLS_ROW, dsh_skills::SkillsPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
         ],

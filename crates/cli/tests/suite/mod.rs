@@ -5,6 +5,7 @@ mod hardening;
 mod run;
 mod run_support;
 mod sessions;
+mod skills;
 mod streams;
 mod tui_binary;
 mod tui_runner;
