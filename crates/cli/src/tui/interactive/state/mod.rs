@@ -8,6 +8,7 @@
 
 mod keys;
 
+use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
@@ -61,6 +62,8 @@ pub enum Input {
     Notice(Vec<String>),
     /// An effect failed; the text says why.
     Failed(String),
+    /// The slash commands known now (built-ins plus the `skills` row's).
+    Commands(CommandDirectory),
     /// Leave now (SIGTERM).
     Quit,
 }
@@ -131,6 +134,7 @@ pub struct InteractiveState {
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
+    commands: CommandDirectory,
 }
 
 impl InteractiveState {
@@ -150,6 +154,7 @@ impl InteractiveState {
             recalled: None,
             quit_armed: 0,
             quitting: false,
+            commands: CommandDirectory::builtins(),
         }
     }
 
@@ -168,6 +173,19 @@ impl InteractiveState {
 
     pub fn input(&self) -> &InputBox {
         &self.input
+    }
+
+    /// The slash commands `/help` lists and the input completes.
+    pub fn commands(&self) -> &CommandDirectory {
+        &self.commands
+    }
+
+    /// The completions for what is typed (shown under the input).
+    pub fn completions(&self) -> Vec<&CommandEntry> {
+        if !self.approvals.is_empty() {
+            return Vec::new();
+        }
+        self.commands.completions(self.input.text())
     }
 
     /// The approval question on screen, if any.
@@ -211,6 +229,7 @@ impl InteractiveState {
                 }
             }
             Input::Resize { width } => self.width = width.max(1),
+            Input::Commands(directory) => self.commands = directory,
             Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
             Input::Session { session, event } => {
                 if self.session.as_ref() == Some(&session) {
