@@ -1,0 +1,2 @@
+//! dsh-skills integration tests: one binary, modules in `suite/`.
+mod suite;
