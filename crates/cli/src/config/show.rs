@@ -70,6 +70,16 @@ pub fn render_text(settings: &Settings) -> String {
     );
     blocks.push(tools);
 
+    let mut skills = Block::new(Some("[skills]".into()));
+    skills.sourced("dirs", &settings.skills.dirs, |dirs| {
+        let quoted: Vec<String> = dirs
+            .iter()
+            .map(|d| format!("{:?}", d.display().to_string()))
+            .collect();
+        format!("[{}]", quoted.join(", "))
+    });
+    blocks.push(skills);
+
     let mut plugins = Block::new(Some(
         "# composition (mount order; patch rows with [[plugins]])".into(),
     ));
@@ -278,6 +288,11 @@ pub fn render_json(settings: &Settings) -> Value {
         },
         "sandbox": { "mode": sourced(&settings.sandbox.mode, |v| word(v)) },
         "tools": tools,
+        "skills": {
+            "dirs": sourced(&settings.skills.dirs, |dirs| {
+                json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>())
+            }),
+        },
         "composition": composition,
     })
 }

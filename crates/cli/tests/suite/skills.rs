@@ -210,3 +210,22 @@ async fn a_broken_skill_is_a_notice_and_the_run_goes_on() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn config_show_lists_the_skill_dirs_with_their_line() {
+    let sandbox = Sandbox::new();
+    write(
+        &sandbox.home.path().join("settings.toml"),
+        "[skills]\ndirs = [\"~/team\", \"shared\"]\n",
+    );
+    let output = sandbox.dsh(&["config", "show"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let home = sandbox.home.path().display().to_string();
+    assert!(
+        text(&output.stdout).contains(&format!(
+            "[skills]\ndirs = [\"{home}/team\", \"{home}/shared\"]  # settings.toml:2\n"
+        )),
+        "{}",
+        text(&output.stdout)
+    );
+}
