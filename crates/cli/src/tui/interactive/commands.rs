@@ -53,15 +53,19 @@ impl Default for CommandDirectory {
 }
 
 /// The built-in entries, read from the command lines of [`slash::HELP`]
-/// (`"  /name ARGS   description"`).
+/// (`"  /name ARGS   description"`, up to its `keys:` section).
 fn builtin_entries() -> Vec<CommandEntry> {
     slash::HELP
         .iter()
+        .take_while(|line| **line != "keys:")
         .filter_map(|line| line.strip_prefix("  /"))
         .filter_map(|rest| {
             let (usage, description) = rest.split_once("  ")?;
             let mut words = usage.splitn(2, ' ');
             let name = words.next()?.to_owned();
+            if !dsh_skills::command::is_command_name(&name) {
+                return None;
+            }
             Some(CommandEntry {
                 name,
                 hint: words.next().unwrap_or("").trim().to_owned(),
@@ -279,6 +283,8 @@ mod tests {
             "{names:?}"
         );
         assert!(names.contains(&"quit".to_owned()));
+        // Only the commands section counts (not `//text` from the keys section).
+        assert!(names.iter().all(|n| !n.starts_with('/')), "{names:?}");
     }
 
     #[test]
