@@ -229,3 +229,48 @@ async fn config_show_lists_the_skill_dirs_with_their_line() {
         text(&output.stdout)
     );
 }
+
+#[tokio::test]
+async fn a_resumed_session_records_the_catalog_only_when_it_changed() {
+    let script = Script::new()
+        .respond(Reply::text("first"))
+        .respond(Reply::text("second"))
+        .respond(Reply::text("third"));
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let skills = sandbox.workspace().join(".dsh/skills");
+    write(&skills.join("deploy/SKILL.md"), DEPLOY);
+    let first = sandbox.dsh(&["run", "one"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    // Same skills: the log's last record is the baseline, nothing new is recorded.
+    let second = sandbox.dsh(&["run", "--continue", "two"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    write(
+        &skills.join("deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: Ship it, carefully.\n---\nSteps.\n",
+    );
+    write(
+        &skills.join("review.md"),
+        "---\nname: review\ndescription: Review.\n---\nLook.\n",
+    );
+    let third = sandbox.dsh(&["run", "--continue", "three"]).await;
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
+    let events = sandbox.events(&session_of(&first));
+    assert_log_ok(&events);
+    let records: Vec<Value> = events
+        .iter()
+        .filter(|e| e.type_name() == "skills/catalog")
+        .map(|e| serde_json::to_value(&**e).unwrap()["data"].clone())
+        .collect();
+    assert_eq!(
+        records,
+        [
+            json!({"entries": [{"name": "deploy", "description": "Ship the service to an environment."}],
+                   "added": ["deploy"], "removed": [], "changed": [], "update": false}),
+            json!({"entries": [{"name": "deploy", "description": "Ship it, carefully."},
+                               {"name": "review", "description": "Review."}],
+                   "added": ["review"], "removed": [], "changed": ["deploy"], "update": true}),
+        ]
+    );
+    server.shutdown().await;
+}
