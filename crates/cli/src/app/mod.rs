@@ -27,9 +27,9 @@ pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, fill_hooks_row, hooks_config, model_info,
-    openai_config, persistence_config, plugin_table, register_event_types, sessions_root,
-    EVENT_TYPES,
+    canonical_workspace, check_credentials, derive_skills_row, fill_hooks_row, hooks_config,
+    model_info, openai_config, persistence_config, plugin_table, project_root,
+    register_event_types, sessions_root, skills_config, EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -158,6 +158,17 @@ impl Runtime {
         let mut composition = boot_composition_with_user_id(&settings, user_id);
         let home = options.env.get(OsStr::new("HOME")).map(Path::new);
         fill_hooks_row(&mut composition, &hooks_config(&settings, &workspace, home));
+        let user_home = options
+            .env
+            .get(OsStr::new("HOME"))
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from);
+        derive_skills_row(
+            &mut composition,
+            &settings,
+            &workspace,
+            user_home.as_deref(),
+        );
         let temp_root = temp::create_temp_root()?;
         let sweep = temp::spawn_sweep(std::env::temp_dir());
 
@@ -281,6 +292,11 @@ impl Runtime {
 
     /// The approval service, when the `approval` row is mounted. Surfaces that can ask a
     /// person install their answerer on it; without one, calls needing approval are refused.
+    /// Skills and custom commands, when the `skills` row is mounted.
+    pub fn skills(&self) -> Option<Arc<dsh_skills::Skills>> {
+        self.root.get::<dsh_skills::Skills>()
+    }
+
     pub fn approvals(&self) -> Option<Arc<Approvals>> {
         self.boot.approvals.clone()
     }

@@ -30,6 +30,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_jobs::JobsPlugin>()
         .with::<dsh_hooks::HooksPlugin>()
+        .with::<dsh_skills::SkillsPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()
@@ -43,6 +44,7 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_compaction::EVENT_TYPES,
     dsh_subagents::EVENT_TYPES,
     dsh_hooks::EVENT_TYPES,
+    dsh_skills::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions
@@ -146,6 +148,80 @@ pub fn fill_hooks_row(composition: &mut Composition, config: &HooksConfig) {
                 row.config = value;
             }
         }
+    }
+}
+
+/// Fills the `skills` row's config when the settings left it `null`: its roots depend on the
+/// workspace and `$HOME`, which [`boot_composition`] does not know.
+pub fn derive_skills_row(
+    composition: &mut Composition,
+    settings: &Settings,
+    workspace: &Path,
+    user_home: Option<&Path>,
+) {
+    for row in &mut composition.rows {
+        if row.id == config::SKILLS_ROW && row.config.is_null() {
+            if let Ok(value) = serde_json::to_value(skills_config(settings, workspace, user_home)) {
+                row.config = value;
+            }
+        }
+    }
+}
+
+/// The nearest ancestor of `workspace` (itself included) holding `.git`, else `workspace`.
+pub fn project_root(workspace: &Path) -> PathBuf {
+    workspace
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(workspace)
+        .to_path_buf()
+}
+
+/// The skill and command roots, nearest first: the project's `.dsh`, `.agents` and `.claude`
+/// folders, `[skills] dirs`, `$DSH_HOME`, then `~/.agents` and `~/.claude`. Skills and
+/// commands are prompts, not code, so the project's load without workspace trust.
+pub fn skills_config(
+    settings: &Settings,
+    workspace: &Path,
+    user_home: Option<&Path>,
+) -> dsh_skills::SkillsConfig {
+    use dsh_skills::Root;
+    let project = project_root(workspace);
+    let home = &settings.home.value;
+    let mut skill_roots = vec![
+        Root::new(project.join(".dsh/skills"), "project-dsh"),
+        Root::new(project.join(".agents/skills"), "project-agents"),
+        Root::new(project.join(".claude/skills"), "project-claude"),
+    ];
+    skill_roots.extend(
+        settings
+            .skills
+            .dirs
+            .value
+            .iter()
+            .map(|dir| Root::new(dir.clone(), "custom")),
+    );
+    skill_roots.push(Root::new(home.join("skills"), "user-dsh"));
+    let mut command_roots = vec![
+        Root::new(project.join(".dsh/commands"), "project-dsh"),
+        Root::new(project.join(".claude/commands"), "project-claude"),
+        Root::new(home.join("commands"), "user-dsh"),
+    ];
+    if let Some(user) = user_home {
+        skill_roots.push(Root::new(user.join(".agents/skills"), "user-agents"));
+        skill_roots.push(Root::new(user.join(".claude/skills"), "user-claude"));
+        command_roots.push(Root::new(user.join(".claude/commands"), "user-claude"));
+    }
+    let dedupe = |roots: &mut Vec<Root>| {
+        let mut seen = std::collections::BTreeSet::new();
+        roots.retain(|root| seen.insert(root.path.clone()));
+    };
+    dedupe(&mut skill_roots);
+    dedupe(&mut command_roots);
+    dsh_skills::SkillsConfig {
+        skill_roots,
+        command_roots,
+        ..dsh_skills::SkillsConfig::default()
     }
 }
 

@@ -256,7 +256,7 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
     let handle = runtime.create_agent(AgentStart::default()).await.unwrap();
     let agent = handle.agent().clone();
     assert!(agent.id().as_str().starts_with("session-"));
-    // The agent's scope sees every default built-in tool, and its session's environment.
+    // The agent's scope sees every default built-in tool and the skills row's `skill`, and its session's environment.
     let tools = runtime.ctx().get::<dsh_tools::ToolRuntime>().unwrap();
     let names = tools.names(Some(agent.scope_key()));
     assert_eq!(
@@ -272,6 +272,7 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "job_output",
             "job_list",
             "job_kill",
+            "skill",
             "subagent",
             "subagent_fork",
             "send_message",
@@ -451,7 +452,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "compaction/prune",
             "subagent/descriptor",
             "hook/invoked",
-            "hook/result"
+            "hook/result",
+            "skills/catalog"
         ]
     );
     for name in declared {
@@ -462,6 +464,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "dsh_subagents::"
         } else if name.starts_with("hook/") {
             "dsh_hooks::"
+        } else if name.starts_with("skills/") {
+            "dsh_skills::"
         } else {
             "dsh_tools_builtin::"
         };
@@ -546,4 +550,86 @@ fn a_resumed_session_keeps_its_safety_only_when_not_wider_than_this_run() {
         (WorkspaceWrite, Ask, true)
     );
     assert!(bare.changes.is_empty());
+}
+
+#[test]
+fn skill_and_command_roots_are_derived_nearest_first() {
+    let home = home(
+        Some("[skills]\ndirs = [\"~/team\", \"shared\", \"/abs/skills\"]\n"),
+        &[("HOME", "/users/me")],
+    );
+    let settings = settings_of(&home, &Overrides::default());
+    let dsh_home = home.dir.path();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    let workspace = project.path().join("sub/dir");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mut composition = boot_composition(&settings);
+    assert_eq!(
+        row(&composition, config::SKILLS_ROW),
+        &serde_json::Value::Null
+    );
+    derive_skills_row(
+        &mut composition,
+        &settings,
+        &workspace,
+        Some(Path::new("/users/me")),
+    );
+    let p = project.path().display().to_string();
+    let h = dsh_home.display().to_string();
+    let roots = |key: &str| -> Vec<(String, String)> {
+        row(&composition, config::SKILLS_ROW)[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["path"].as_str().unwrap().to_owned(),
+                    r["source"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let pair = |path: String, source: &str| (path, source.to_owned());
+    assert_eq!(
+        roots("skillRoots"),
+        [
+            pair(format!("{p}/.dsh/skills"), "project-dsh"),
+            pair(format!("{p}/.agents/skills"), "project-agents"),
+            pair(format!("{p}/.claude/skills"), "project-claude"),
+            pair("/users/me/team".into(), "custom"),
+            pair(format!("{h}/shared"), "custom"),
+            pair("/abs/skills".into(), "custom"),
+            pair(format!("{h}/skills"), "user-dsh"),
+            pair("/users/me/.agents/skills".into(), "user-agents"),
+            pair("/users/me/.claude/skills".into(), "user-claude"),
+        ]
+    );
+    assert_eq!(
+        roots("commandRoots"),
+        [
+            pair(format!("{p}/.dsh/commands"), "project-dsh"),
+            pair(format!("{p}/.claude/commands"), "project-claude"),
+            pair(format!("{h}/commands"), "user-dsh"),
+            pair("/users/me/.claude/commands".into(), "user-claude"),
+        ]
+    );
+    assert_eq!(
+        row(&composition, config::SKILLS_ROW)["catalogDescriptionMaxLength"],
+        json!(500)
+    );
+}
+
+#[test]
+fn a_bad_skills_table_names_the_key() {
+    let home = home(Some("[skills]\ndirs = \"one\"\n"), &[]);
+    let error = load(&home.env, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("skills.dirs"), "{error}");
+    let home = self::home(Some("[skills]\nroots = []\n"), &[]);
+    let error = load(&home.env, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("skills.roots"), "{error}");
 }

@@ -13,6 +13,7 @@ use crate::app::{
     find_session, latest_session, sessions_of, AgentStart, AppError, BootOptions, Runtime,
 };
 use crate::config::{load, Env, Settings, Source};
+use crate::tui::interactive::commands::CommandDirectory;
 use crate::tui::interactive::{
     run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
     SessionListing, TuiAnswerer,
@@ -73,6 +74,9 @@ async fn interactive(
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
+    if let Some(skills) = runtime.skills() {
+        tokio::spawn(watch_commands(skills, sender.clone()));
+    }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = match stored {
         None => Ok(driver.opened_new()),
@@ -154,6 +158,34 @@ fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
             }
         }
     });
+}
+
+/// Keeps the UI's slash-command directory current: sends it at start and whenever a skill or
+/// command file changes (looked at once a second), with any new loading notices. Ends when
+/// the UI stops listening.
+async fn watch_commands(skills: Arc<dsh_skills::Skills>, inputs: mpsc::UnboundedSender<Input>) {
+    let mut last: Option<Arc<dsh_skills::Scan>> = None;
+    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        ticks.tick().await;
+        let scan = skills.refresh();
+        let notices: Vec<String> = skills
+            .take_notices()
+            .iter()
+            .map(|notice| format!("skills: {notice}"))
+            .collect();
+        if !notices.is_empty() && inputs.send(Input::Notice(notices)).is_err() {
+            return;
+        }
+        if last.as_ref().is_some_and(|last| Arc::ptr_eq(last, &scan)) {
+            continue;
+        }
+        let directory = CommandDirectory::with_extensions(&scan);
+        if inputs.send(Input::Commands(directory)).is_err() {
+            return;
+        }
+        last = Some(scan);
+    }
 }
 
 /// The agent of the session on screen, once started.

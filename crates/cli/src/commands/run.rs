@@ -162,6 +162,11 @@ async fn drive(
     {
         output.note(&format!("dsh: note: {change}"));
     }
+    if let Some(skills) = runtime.skills() {
+        for notice in skills.take_notices() {
+            output.note(&format!("dsh: skills: {notice}"));
+        }
+    }
     let sent = handle.agent().followup(Message::user_text(prompt));
     if let Err(error) = sent {
         handle.dispose().await;

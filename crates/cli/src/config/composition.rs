@@ -32,6 +32,8 @@ pub const APPROVAL_ROW: &str = "approval";
 pub const JOBS_ROW: &str = "jobs";
 /// Row id of the Claude Code / Codex hooks.
 pub const HOOKS_ROW: &str = "hooks";
+/// Row id of skills and custom slash commands.
+pub const SKILLS_ROW: &str = "skills";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -52,6 +54,7 @@ pub const DERIVED_ROWS: &[&str] = &[
     APPROVAL_ROW,
     COMPACTION_ROW,
     HOOKS_ROW,
+    SKILLS_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
@@ -59,7 +62,8 @@ pub const DERIVED_ROWS: &[&str] = &[
 /// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
 /// is built from the settings at boot (routes from `[providers]`, the store root from
 /// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction
-/// policy from `[compaction]`, hook files from `$DSH_HOME`, `~` and the workspace).
+/// policy from `[compaction]`, hook files from `$DSH_HOME`, `~` and the workspace, skill and
+/// command roots from the workspace, `[skills] dirs`, `$DSH_HOME` and `$HOME`).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {
@@ -88,6 +92,7 @@ pub fn default_composition() -> Composition {
             null(JOBS_ROW, dsh_jobs::JobsPlugin::NAME),
             // After approval: its pre-execute listener runs the hooks as its inner layer.
             null(HOOKS_ROW, dsh_hooks::HooksPlugin::NAME),
+            null(SKILLS_ROW, dsh_skills::SkillsPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),

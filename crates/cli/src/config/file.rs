@@ -26,6 +26,8 @@ pub(crate) struct FileLayer {
     pub sandbox_mode: Option<At<SandboxMode>>,
     pub tools: Vec<(String, At<bool>)>,
     pub web_fetch_allow_private: Option<At<bool>>,
+    /// `[skills] dirs`, as written, with the line of the key.
+    pub skills_dirs: Option<At<Vec<String>>>,
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
 }
@@ -62,6 +64,7 @@ const TOP: &[&str] = &[
     "approval",
     "sandbox",
     "tools",
+    "skills",
     "plugins",
     "compaction",
 ];
@@ -90,6 +93,7 @@ const SANDBOX: &[&str] = &["mode"];
 const TOOL: &[&str] = &["enabled"];
 const WEB_FETCH: &[&str] = &["enabled", "allow_private"];
 const PLUGIN: &[&str] = &["id", "plugin", "config", "disabled"];
+const SKILLS: &[&str] = &["dirs"];
 
 /// Parses and validates the settings file text.
 pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
@@ -127,6 +131,16 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
             "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
+            "skills" => {
+                let table = doc.table("skills", node)?;
+                doc.check_keys("skills", table, SKILLS)?;
+                if let Some(node) = get(table, "dirs") {
+                    layer.skills_dirs = Some(At {
+                        value: doc.strings("skills.dirs", node)?,
+                        line: doc.line(&node.span),
+                    });
+                }
+            }
             "plugins" => {
                 let items = doc.array("plugins", node)?;
                 for (index, item) in items.iter().enumerate() {

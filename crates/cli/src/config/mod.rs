@@ -72,15 +72,15 @@ pub use compaction::{
 pub use composition::{
     default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, COMPACTION_ROW,
     DERIVED_ROWS, HOOKS_ROW, LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW,
-    SUBAGENTS_ROW, SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
+    SKILLS_ROW, SUBAGENTS_ROW, SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
 };
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
-    SandboxSettings, Settings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE, DEFAULT_MODEL,
-    OPENAI_ROUTE,
+    SandboxSettings, Settings, SkillSettings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE,
+    DEFAULT_MODEL, OPENAI_ROUTE,
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};

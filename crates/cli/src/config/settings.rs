@@ -16,7 +16,7 @@ use dsh_tools_builtin::approval::{ApprovalPolicy, ApprovalRule};
 use dsh_tools_builtin::SandboxMode;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The DeepSeek route's name.
 pub const DEEPSEEK_ROUTE: &str = "deepseek-official";
@@ -59,6 +59,7 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub tools: ToolSettings,
     pub compaction: CompactionSettings,
+    pub skills: SkillSettings,
     /// The plugin rows to mount, after the file's `[[plugins]]` patches.
     pub composition: Composition,
     /// Which layer last touched each row, by row id.
@@ -195,6 +196,15 @@ pub struct ApprovalSettings {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SandboxSettings {
     pub mode: Sourced<SandboxMode>,
+}
+
+/// `[skills]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkillSettings {
+    /// Extra skill roots, searched after the workspace's and before `$DSH_HOME/skills`, in
+    /// order. A leading `~/` is the home directory; a relative path is relative to
+    /// `$DSH_HOME` (where the settings file is).
+    pub dirs: Sourced<Vec<PathBuf>>,
 }
 
 /// `[tools]`.
@@ -462,6 +472,18 @@ pub(crate) fn resolve(
         &settings_path,
     )?;
 
+    let skills = SkillSettings {
+        dirs: match &file.skills_dirs {
+            Some(dirs) => Sourced::new(
+                dirs.value
+                    .iter()
+                    .map(|d| skill_dir(d, &home.value, env))
+                    .collect(),
+                line(dirs.line),
+            ),
+            None => Sourced::default_value(Vec::new()),
+        },
+    };
     Ok(Settings {
         home,
         settings_path,
@@ -482,6 +504,7 @@ pub(crate) fn resolve(
             web_fetch_allow_private: allow_private,
         },
         compaction,
+        skills,
         composition,
         row_sources,
     })
@@ -617,4 +640,20 @@ fn quote_all(names: &[&str]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// One `[skills] dirs` entry as a path: `~/...` under `$HOME`, a relative path under
+/// `$DSH_HOME`.
+fn skill_dir(dir: &str, home: &Path, env: &dyn Env) -> PathBuf {
+    if let Some(rest) = dir.strip_prefix("~/") {
+        if let Some(user_home) = env.get("HOME").filter(|h| !h.is_empty()) {
+            return PathBuf::from(user_home).join(rest);
+        }
+    }
+    let path = PathBuf::from(dir);
+    if path.is_absolute() {
+        path
+    } else {
+        home.join(path)
+    }
 }

@@ -72,6 +72,16 @@ pub fn render_text(settings: &Settings) -> String {
     blocks.push(tools);
     blocks.push(compaction_block(&settings.compaction));
 
+    let mut skills = Block::new(Some("[skills]".into()));
+    skills.sourced("dirs", &settings.skills.dirs, |dirs| {
+        let quoted: Vec<String> = dirs
+            .iter()
+            .map(|d| format!("{:?}", d.display().to_string()))
+            .collect();
+        format!("[{}]", quoted.join(", "))
+    });
+    blocks.push(skills);
+
     let mut plugins = Block::new(Some(
         "# composition (mount order; patch rows with [[plugins]])".into(),
     ));
@@ -369,6 +379,11 @@ pub fn render_json(settings: &Settings) -> Value {
         "sandbox": { "mode": sourced(&settings.sandbox.mode, |v| word(v)) },
         "tools": tools,
         "compaction": compaction_json(&settings.compaction),
+        "skills": {
+            "dirs": sourced(&settings.skills.dirs, |dirs| {
+                json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>())
+            }),
+        },
         "composition": composition,
     })
 }

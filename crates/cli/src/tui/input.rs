@@ -45,6 +45,12 @@ impl InputBox {
     }
 
     /// Deletes the character before the cursor.
+    /// Replaces the text, the cursor at its end (a completion).
+    pub fn set_text(&mut self, text: &str) {
+        self.text = text.to_owned();
+        self.cursor = self.text.len();
+    }
+
     pub fn backspace(&mut self) {
         if let Some(ch) = self.text[..self.cursor].chars().next_back() {
             self.cursor -= ch.len_utf8();

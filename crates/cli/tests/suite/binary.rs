@@ -153,6 +153,7 @@ fn config_show_json_is_machine_readable() {
             "approval",
             "jobs",
             "hooks",
+            "skills",
             "agents",
             "agent-loop",
             "subagents"

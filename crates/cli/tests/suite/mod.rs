@@ -9,6 +9,7 @@ mod jobs;
 mod run;
 mod run_support;
 mod sessions;
+mod skills;
 mod streams;
 mod subagents;
 mod tui_binary;

@@ -143,9 +143,9 @@ fn compact_while_running_is_refused_and_the_line_stays_typed() {
     assert_eq!(actions(effects), []);
     assert_eq!(state.input().text(), "/compact");
     assert!(!state.is_compacting());
-    // Tab (queue a follow-up) is refused the same way: a command is not a prompt.
+    // Tab completes the command name (nothing is queued: a command is not a prompt).
     assert_eq!(actions(state.reduce(key(KeyCode::Tab))), []);
-    assert_eq!(state.input().text(), "/compact");
+    assert_eq!(state.input().text(), "/compact ");
     // Once the turn is over, Enter on the kept line compacts.
     feed(&mut state, &log.turn_end(1, json!({"kind": "completed"})));
     assert_eq!(

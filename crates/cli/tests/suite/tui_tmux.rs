@@ -764,3 +764,56 @@ async fn resume_and_continue_open_the_ui_on_a_stored_session() {
     assert_eq!(wrong.status.code(), Some(2));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn custom_commands_complete_run_and_show_in_help() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let server = serve(Script::new().respond(Reply::text("Fixed it."))).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let commands = sandbox.workspace().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("fix-issue.md"),
+        "---\ndescription: Fix a tracked issue\nargument-hint: NUMBER\n---\nFix issue #$1 now.\n",
+    )
+    .unwrap();
+    let sandbox = Arc::new(sandbox);
+    let in_pane = sandbox.clone();
+    let (completing, completed, help, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.run(&["send-keys", "-t", "dsh", "-l", "/fi"]);
+        let completing = tmux.wait_for("Fix a tracked issue");
+        tmux.keys("Tab");
+        let completed = tmux.wait_for("› /fix-issue\nidle");
+        tmux.enter("42");
+        tmux.wait_for("turn 1 completed");
+        tmux.enter("/help");
+        let help = tmux.wait_for("custom commands");
+        (completing, completed, help, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(
+        completing.contains("  /fix-issue NUMBER   Fix a tracked issue"),
+        "{completing}"
+    );
+    assert!(completed.contains("› /fix-issue"), "{completed}");
+    assert!(
+        help.contains("  /fix-issue NUMBER   Fix a tracked issue"),
+        "{help}"
+    );
+    assert!(ended);
+    let body = server.requests()[0].body.clone();
+    let prompts: Vec<Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(prompts, [json!("Fix issue #42 now.")], "{body}");
+    server.shutdown().await;
+}

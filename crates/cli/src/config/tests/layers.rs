@@ -120,6 +120,7 @@ fn a_valid_file_loads_every_section() {
             ("approval", "approval", false),
             ("jobs", "jobs", false),
             ("hooks", "hooks", false),
+            ("skills", "skills", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("subagents", "subagents", false),

@@ -15,6 +15,7 @@
 //! Approval questions reach the UI through [`TuiAnswerer`], the TUI's implementation of
 //! `dsh_tools_builtin::ApprovalAnswerer`.
 
+pub mod commands;
 mod driver;
 mod pending;
 mod runner;

@@ -1,8 +1,9 @@
 //! The live area of the inline viewport: entries still changing, the approval prompt, the
-//! input box with its queue, and the status line. Finished entries are not here; they were
+//! input box with its queue, the slash-command completions, and the status line. Finished entries are not here; they were
 //! printed into scrollback. When the live entries outgrow the viewport, their newest lines
 //! show (the whole entry reaches scrollback once it is finished).
 
+use super::commands::CompletionView;
 use super::state::InteractiveState;
 use crate::tui::{InputView, StatusLine};
 use ratatui::buffer::Buffer;
@@ -22,24 +23,29 @@ impl<'a> LiveView<'a> {
 
     /// Live entries, approval prompt, input box, status line, top-aligned: the input sits
     /// right under the scrollback and the viewport's spare rows stay blank below it.
-    fn areas(&self, area: Rect) -> [Rect; 4] {
+    fn areas(&self, area: Rect) -> [Rect; 5] {
         let state = self.state;
         let approval = state.approval().map_or(0, |a| a.height(area.width));
         let input = state.input().height(area.width);
-        let fixed = approval.saturating_add(input).saturating_add(1);
+        let completions = CompletionView::new(state.completions()).height();
+        let fixed = approval
+            .saturating_add(input)
+            .saturating_add(completions)
+            .saturating_add(1);
         let wanted = state.live_lines().len();
         let live = u16::try_from(wanted)
             .unwrap_or(u16::MAX)
             .min(area.height.saturating_sub(fixed));
-        let [live, approval, input, status, _spare] = Layout::vertical([
+        let [live, approval, input, completions, status, _spare] = Layout::vertical([
             Constraint::Length(live),
             Constraint::Length(approval),
             Constraint::Length(input),
+            Constraint::Length(completions),
             Constraint::Length(1),
             Constraint::Min(0),
         ])
         .areas(area);
-        [live, approval, input, status]
+        [live, approval, input, completions, status]
     }
 
     /// Where the terminal cursor belongs: in the input box, unless a prompt has the keys.
@@ -47,14 +53,14 @@ impl<'a> LiveView<'a> {
         if self.state.approval().is_some() {
             return None;
         }
-        let [_, _, input, _] = self.areas(area);
+        let [_, _, input, _, _] = self.areas(area);
         Some(self.state.input().cursor_position(input))
     }
 }
 
 impl Widget for LiveView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let [live, approval, input, status] = self.areas(area);
+        let [live, approval, input, completions, status] = self.areas(area);
         let state = self.state;
         // The newest lines when they do not all fit.
         let lines = state.live_lines();
@@ -66,6 +72,7 @@ impl Widget for LiveView<'_> {
             prompt.render(approval, buf);
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
+        CompletionView::new(state.completions()).render(completions, buf);
         let mut line = StatusLine::new(state.transcript()).jobs(state.jobs());
         if let Some(note) = state.status_note() {
             line = line.note(note);

@@ -2,7 +2,7 @@
 //! history and quitting.
 
 use super::{dim, Effect, InteractiveState, QUIT_HINT_TICKS};
-use crate::tui::interactive::slash::{self, SlashCommand, Submitted};
+use crate::tui::interactive::slash::{self, SlashCommand, SlashError, Submitted};
 use crate::tui::{ApprovalChoice, InputBox};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use dsh_tools_builtin::approval::ApprovalDecision;
@@ -30,7 +30,10 @@ impl InteractiveState {
             KeyCode::Enter if alt_or_shift => self.input.insert('\n'),
             KeyCode::Char('j') if ctrl => self.input.insert('\n'),
             KeyCode::Enter => self.submit(false, effects),
-            KeyCode::Tab => self.submit(true, effects),
+            KeyCode::Tab => match self.commands.complete(self.input.text()) {
+                Some(completed) => self.input.set_text(&completed),
+                None => self.submit(true, effects),
+            },
             KeyCode::Esc if self.is_running() || self.compacting => effects.push(Effect::Cancel),
             KeyCode::Char('t') if ctrl => {
                 let expanded = self.transcript.reasoning_expanded();
@@ -164,7 +167,16 @@ impl InteractiveState {
         if self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }
-        match slash::classify(&text) {
+        let submitted = match slash::classify(&text) {
+            // Custom commands and skills are prompts: the agent's side expands them.
+            Submitted::Command(Err(SlashError::Unknown(name)))
+                if self.commands.sends_prompt(&name) =>
+            {
+                Submitted::Prompt(text.clone())
+            }
+            other => other,
+        };
+        match submitted {
             Submitted::Prompt(prompt) if follow_up => effects.push(Effect::FollowUp(prompt)),
             Submitted::Prompt(prompt) => effects.push(Effect::Steer(prompt)),
             Submitted::Command(Ok(command)) => {
@@ -209,7 +221,12 @@ impl InteractiveState {
         }
         match command {
             SlashCommand::Help => {
-                let lines = slash::HELP.iter().map(|l| Line::from(*l)).collect();
+                let extensions = self.commands.help_lines().into_iter().map(Line::from);
+                let lines = slash::HELP
+                    .iter()
+                    .map(|l| Line::from(*l))
+                    .chain(extensions)
+                    .collect();
                 self.note(lines, effects);
             }
             SlashCommand::Model(None) => effects.push(Effect::ShowModel),

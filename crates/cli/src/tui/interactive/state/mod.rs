@@ -8,6 +8,7 @@
 
 mod keys;
 
+use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
@@ -67,6 +68,8 @@ pub enum Input {
     /// The application measured the context of the session on screen (`None`: nothing
     /// measures it).
     Context(Option<ContextFill>),
+    /// The slash commands known now (built-ins plus the `skills` row's).
+    Commands(CommandDirectory),
     /// Leave now (SIGTERM).
     Quit,
     /// How many background jobs are running (or stopping) in this process.
@@ -145,6 +148,7 @@ pub struct InteractiveState {
     compacting: bool,
     /// Live background jobs, for the status line.
     jobs: usize,
+    commands: CommandDirectory,
 }
 
 impl InteractiveState {
@@ -166,6 +170,7 @@ impl InteractiveState {
             quitting: false,
             compacting: false,
             jobs: 0,
+            commands: CommandDirectory::builtins(),
         }
     }
 
@@ -189,6 +194,19 @@ impl InteractiveState {
 
     pub fn input(&self) -> &InputBox {
         &self.input
+    }
+
+    /// The slash commands `/help` lists and the input completes.
+    pub fn commands(&self) -> &CommandDirectory {
+        &self.commands
+    }
+
+    /// The completions for what is typed (shown under the input).
+    pub fn completions(&self) -> Vec<&CommandEntry> {
+        if !self.approvals.is_empty() {
+            return Vec::new();
+        }
+        self.commands.completions(self.input.text())
     }
 
     /// The approval question on screen, if any.
@@ -239,6 +257,7 @@ impl InteractiveState {
                 }
             }
             Input::Resize { width } => self.width = width.max(1),
+            Input::Commands(directory) => self.commands = directory,
             Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
             Input::Session { session, event } => {
                 if self.session.as_ref() == Some(&session) {

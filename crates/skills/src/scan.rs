@@ -1,0 +1,178 @@
+//! Finding skills and commands under their roots, with precedence.
+//!
+//! Roots are visited in the order given (the nearest first); within a root, entries are
+//! visited sorted by name. The first skill (or command) of a name wins; a later one of the
+//! same name is hidden with a notice naming both files. The results are sorted by name.
+
+use crate::command::{parse_command, Command};
+use crate::files::{read_text, sorted_entries, MAX_ROOT_ENTRIES};
+use crate::notice::Notice;
+use crate::skill::{parse_skill, Skill};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One directory searched for skills or commands, and its label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Root {
+    pub path: PathBuf,
+    /// Shown in notices and `skill` results: `project-dsh`, `user-claude`, `custom`, ...
+    pub source: String,
+}
+
+impl Root {
+    pub fn new(path: impl Into<PathBuf>, source: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// What one scan found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Winners, sorted by name.
+    pub skills: Vec<Skill>,
+    pub commands: Vec<Command>,
+    pub notices: Vec<Notice>,
+}
+
+/// The candidate files of a skill root: `<dir>/SKILL.md` one level deep and flat `*.md`.
+/// The `user-dsh` root skips its `.system` child.
+fn skill_files(root: &Root, notices: &mut Vec<Notice>) -> Vec<(PathBuf, PathBuf)> {
+    let Some((entries, cut)) = sorted_entries(&root.path) else {
+        return Vec::new();
+    };
+    if cut {
+        notices.push(Notice::new(
+            &root.path,
+            None,
+            format!("only the first {MAX_ROOT_ENTRIES} entries are read"),
+        ));
+    }
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name();
+        if root.source == "user-dsh" && name == ".system" {
+            continue;
+        }
+        // `metadata` follows symlinks.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            let file = path.join("SKILL.md");
+            if file.is_file() {
+                files.push((file, path));
+            }
+        } else if meta.is_file() && path.extension().is_some_and(|e| e == "md") {
+            files.push((path, root.path.clone()));
+        }
+    }
+    files
+}
+
+/// Loads every skill under `roots`; see the module docs for precedence.
+pub fn scan_skills(roots: &[Root], notices: &mut Vec<Notice>) -> Vec<Skill> {
+    let mut winners: BTreeMap<String, Skill> = BTreeMap::new();
+    for root in roots {
+        for (file, base) in skill_files(root, notices) {
+            let skill = read_text(&file)
+                .map_err(|why| Notice::new(&file, None, format!("skipped: {why}")))
+                .and_then(|text| parse_skill(&text, &file, &base, &root.source));
+            match skill {
+                Err(notice) => notices.push(notice),
+                Ok(skill) => match winners.get(&skill.name) {
+                    Some(winner) => notices.push(Notice::new(
+                        &skill.file,
+                        Some("name"),
+                        format!(
+                            "skill `{}` is hidden by the one in {}, which takes precedence",
+                            skill.name,
+                            winner.file.display()
+                        ),
+                    )),
+                    None => {
+                        winners.insert(skill.name.clone(), skill);
+                    }
+                },
+            }
+        }
+    }
+    winners.into_values().collect()
+}
+
+/// Loads every command file (`<root>/<name>.md`) under `roots`, nearest first.
+pub fn scan_commands(roots: &[Root], notices: &mut Vec<Notice>) -> Vec<Command> {
+    let mut winners: BTreeMap<String, Command> = BTreeMap::new();
+    for root in roots {
+        let Some((entries, cut)) = sorted_entries(&root.path) else {
+            continue;
+        };
+        if cut {
+            notices.push(Notice::new(
+                &root.path,
+                None,
+                format!("only the first {MAX_ROOT_ENTRIES} entries are read"),
+            ));
+        }
+        for entry in entries {
+            let path = entry.path();
+            let is_md = path.extension().is_some_and(|e| e == "md");
+            if !is_md || !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            let command = read_text(&path)
+                .map_err(|why| Notice::new(&path, None, format!("skipped: {why}")))
+                .and_then(|text| parse_command(&text, &path, &root.source));
+            match command {
+                Err(notice) => notices.push(notice),
+                Ok(command) => match winners.get(&command.name) {
+                    Some(winner) => notices.push(Notice::new(
+                        &command.file,
+                        None,
+                        format!(
+                            "command `/{}` is hidden by {}, which takes precedence",
+                            command.name,
+                            winner.file.display()
+                        ),
+                    )),
+                    None => {
+                        winners.insert(command.name.clone(), command);
+                    }
+                },
+            }
+        }
+    }
+    winners.into_values().collect()
+}
+
+/// A cheap fingerprint of everything a scan reads: each root's entries with their sizes and
+/// modification times (and those of bundle `SKILL.md` files). Equal fingerprints mean a
+/// rescan would find the same thing; changes below a bundle (`scripts/`, ...) do not count.
+pub fn fingerprint(skill_roots: &[Root], command_roots: &[Root]) -> Vec<(PathBuf, u64, i128)> {
+    let stamp = |path: &Path| {
+        std::fs::metadata(path).ok().map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            (path.to_path_buf(), m.len(), modified)
+        })
+    };
+    let mut out = Vec::new();
+    for root in skill_roots.iter().chain(command_roots) {
+        let Some((entries, _)) = sorted_entries(&root.path) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.path();
+            out.extend(stamp(&path));
+            out.extend(stamp(&path.join("SKILL.md")));
+        }
+    }
+    out
+}

@@ -1,0 +1,5 @@
+mod changes;
+mod commands;
+mod roots;
+mod support;
+mod tool;
