@@ -27,8 +27,9 @@ pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, model_info, openai_config, persistence_config,
-    plugin_table, register_event_types, sessions_root, EVENT_TYPES,
+    canonical_workspace, check_credentials, fill_mcp_row, model_info, openai_config,
+    persistence_config, plugin_table, register_event_types, sessions_root, workspace_notices,
+    EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -154,7 +155,10 @@ impl Runtime {
         check_credentials(&settings)?;
         check_key_text(&settings, &options.env)?;
         let user_id = anonymous_user_id(&settings.home.value);
-        let composition = boot_composition_with_user_id(&settings, user_id);
+        let mut composition = boot_composition_with_user_id(&settings, user_id);
+        let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, &workspace);
+        let mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        fill_mcp_row(&mut composition, &mcp);
         let temp_root = temp::create_temp_root()?;
         let sweep = temp::spawn_sweep(std::env::temp_dir());
 

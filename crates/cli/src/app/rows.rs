@@ -89,6 +89,42 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
     composition
 }
 
+/// Fills the `mcp` row's config with the resolved servers when the settings left it `null`
+/// (it needs the workspace and its trust, which [`boot_composition`] does not know). Nothing
+/// happens when no `mcp` row is mounted.
+pub fn fill_mcp_row(composition: &mut Composition, mcp: &crate::mcp_config::McpConfig) {
+    for row in &mut composition.rows {
+        if row.id == config::MCP_ROW && row.config.is_null() {
+            row.config = mcp.row_config();
+        }
+    }
+}
+
+/// What a surface says once before the first prompt about the workspace's extension
+/// configuration: each skipped MCP file or server (file, line, key), and, in an untrusted
+/// workspace that has project files that would run programs, which were ignored and the
+/// command that trusts it.
+pub fn workspace_notices(
+    settings: &Settings,
+    workspace: &Path,
+    env: &dyn crate::config::Env,
+) -> Vec<String> {
+    let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, workspace);
+    let mcp = crate::mcp_config::resolve(settings, workspace, trust, env);
+    let mut notices: Vec<String> = mcp
+        .problems
+        .iter()
+        .map(|p| format!("dsh: warning: MCP configuration: {p}"))
+        .collect();
+    if !trust.allows_project_files() {
+        let project = crate::trust::ProjectConfig::scan(workspace, env);
+        if !project.is_empty() {
+            notices.push(crate::trust::untrusted_notice(workspace, &project));
+        }
+    }
+    notices
+}
+
 /// Refuses to start a run whose model route cannot work: a required key that is not set.
 pub fn check_credentials(settings: &Settings) -> Result<(), AppError> {
     let Some(provider) = settings.active_provider() else {

@@ -28,6 +28,9 @@ pub const TOOLS_ROW: &str = "tools";
 pub const TOOLS_BUILTIN_ROW: &str = "tools-builtin";
 /// Row id of the approval policy and rules.
 pub const APPROVAL_ROW: &str = "approval";
+/// Row id of the MCP client (mounted by the `dsh-mcp` plugin; its config is the server list
+/// [`crate::mcp_config::resolve`] computes at boot).
+pub const MCP_ROW: &str = "mcp";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).

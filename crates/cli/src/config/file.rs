@@ -28,6 +28,7 @@ pub(crate) struct FileLayer {
     pub web_fetch_allow_private: Option<At<bool>>,
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
+    pub mcp: super::mcp::McpLayer,
 }
 
 /// One `[providers.<route>]` table.
@@ -64,6 +65,7 @@ const TOP: &[&str] = &[
     "tools",
     "plugins",
     "compaction",
+    "mcp_servers",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -127,6 +129,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
             "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
+            "mcp_servers" => layer.mcp = super::mcp::read(&doc, node),
             "plugins" => {
                 let items = doc.array("plugins", node)?;
                 for (index, item) in items.iter().enumerate() {
