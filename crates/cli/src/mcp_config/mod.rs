@@ -114,3 +114,6 @@ fn read_json(path: &Path, scope: Scope, env: &dyn Env, config: &mut McpConfig) -
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
