@@ -4,6 +4,7 @@ mod compaction_fixture;
 mod crash;
 mod extension_points;
 mod hardening;
+mod mcp_config;
 mod run;
 mod run_support;
 mod sessions;
