@@ -45,10 +45,41 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
     }
     let settings = load(env, &global.overrides())?;
     let options = BootOptions::from_process(global.cwd.clone())?;
+    ask_workspace_trust(&settings, &options, env)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     tokio.block_on(interactive(settings, options, opening))
+}
+
+/// Asks once, before the UI starts, whether to trust a workspace that brings configuration
+/// that would run programs. "Yes" goes into the trust list; "no" holds for this session only
+/// (nothing is written, so the next start asks again).
+fn ask_workspace_trust(
+    settings: &Settings,
+    options: &BootOptions,
+    env: &dyn Env,
+) -> anyhow::Result<()> {
+    let Ok(workspace) = crate::app::canonical_workspace(&options.cwd) else {
+        return Ok(()); // boot reports it
+    };
+    let home = &settings.home.value;
+    if crate::trust::is_trusted(home, &workspace) {
+        return Ok(());
+    }
+    let project = crate::trust::ProjectConfig::scan(&workspace, env);
+    if project.is_empty() {
+        return Ok(());
+    }
+    let prompt = crate::tui::TrustPrompt {
+        workspace: workspace.display().to_string(),
+        files: project.file_names(&workspace),
+        would_run: project.would_run(),
+    };
+    if crate::tui::interactive::ask_trust(&prompt)? {
+        crate::trust::grant(home, &workspace)?;
+    }
+    Ok(())
 }
 
 async fn interactive(

@@ -16,3 +16,4 @@ mod tui_state;
 mod tui_support;
 mod tui_tmux;
 mod tui_tmux_compact;
+mod tui_tmux_trust;
