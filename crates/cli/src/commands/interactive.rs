@@ -49,7 +49,7 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    tokio.block_on(interactive(settings, options, opening))
+    tokio.block_on(interactive(settings, options, opening, env))
 }
 
 /// Asks once, before the UI starts, whether to trust a workspace that brings configuration
@@ -86,6 +86,7 @@ async fn interactive(
     settings: Settings,
     options: BootOptions,
     opening: &Opening,
+    env: &dyn Env,
 ) -> anyhow::Result<u8> {
     let runtime = Arc::new(Runtime::boot(settings, options)?);
     let stored = match stored_session(&runtime, opening) {
@@ -103,6 +104,15 @@ async fn interactive(
         approvals.set_answerer(Some(Arc::new(answerer)));
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
+    // Skipped MCP files or servers, and project files left untrusted: said once.
+    let notices = crate::app::workspace_notices(runtime.settings(), runtime.workspace(), env);
+    if !notices.is_empty() {
+        let lines = notices
+            .iter()
+            .map(|n| n.strip_prefix("dsh: ").unwrap_or(n).to_owned())
+            .collect();
+        let _ = sender.send(Input::Notice(lines));
+    }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = match stored {
         None => Ok(driver.opened_new()),

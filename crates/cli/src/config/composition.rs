@@ -48,6 +48,7 @@ pub const DERIVED_ROWS: &[&str] = &[
     TOOLS_BUILTIN_ROW,
     APPROVAL_ROW,
     COMPACTION_ROW,
+    MCP_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
@@ -55,7 +56,7 @@ pub const DERIVED_ROWS: &[&str] = &[
 /// `null` configs mean "the plugin's defaults", except for the [`DERIVED_ROWS`], whose config
 /// is built from the settings at boot (routes from `[providers]`, the store root from
 /// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction policy from
-/// `[compaction]`).
+/// `[compaction]`, MCP servers from `[mcp_servers]`, `mcp.json` and a trusted `.mcp.json`).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {

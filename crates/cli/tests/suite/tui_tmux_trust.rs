@@ -36,6 +36,8 @@ fn the_ui_asks_once_per_workspace_showing_what_would_run() {
     }
     tmux.keys("n");
     tmux.wait_for("type a task; Enter sends");
+    // The UI then says once what it ignored, and how to trust it.
+    tmux.wait_for("this workspace is not trusted, so its .mcp.json is ignored");
     assert!(tmux.quit());
     drop(tmux);
     assert!(!dsh_cli::trust::is_trusted(sandbox.home.path(), &workspace));
