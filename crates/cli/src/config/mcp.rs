@@ -160,15 +160,15 @@ fn server(doc: &Doc<'_>, name: &str, offset: usize, node: &Node) -> Result<McpSe
                     ));
                 }
             }
-            if !(url.value.starts_with("http://") || url.value.starts_with("https://")) {
+            if let Err(found) = super::check_url(&url.value) {
                 return Err(ConfigError::InvalidValue {
                     at: super::Location::File {
                         path: doc.path.to_path_buf(),
                         line: url.line,
                     },
                     key: key("url"),
-                    expected: "an http:// or https:// URL".into(),
-                    found: format!("{:?}", url.value),
+                    expected: super::URL_EXPECTED.into(),
+                    found,
                 });
             }
             Transport::Http {

@@ -78,6 +78,7 @@ pub use composition::{
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;
+pub(crate) use file::{check_url, URL_EXPECTED};
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
     SandboxSettings, Settings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE, DEFAULT_MODEL,

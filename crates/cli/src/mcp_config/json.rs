@@ -170,6 +170,14 @@ fn server(
             }
         }
         (None | Some((_, "http" | "streamable-http" | "streamableHttp")), None, Some(url)) => {
+            if let Err(found) = crate::config::check_url(&url) {
+                let at = fields.get("url").copied().unwrap_or(raw);
+                return Err(problem(
+                    at,
+                    "url",
+                    format!("expected {}, found {found}", crate::config::URL_EXPECTED),
+                ));
+            }
             Transport::Http {
                 url,
                 headers: map("headers")?,

@@ -228,7 +228,7 @@ fn sse_is_refused_naming_file_server_and_line_and_the_rest_loads() {
 #[test]
 fn bad_entries_are_skipped_with_file_line_and_key_and_the_rest_still_loads() {
     let settings = "[model]\nprovider = \"deepseek-official\"\n\n[mcp_servers.bad]\ncommand = \"x\"\nargz = []\n\n[mcp_servers.slow]\ncommand = \"y\"\nstartup_timeout_sec = -1\n\n[mcp_servers.both]\ncommand = \"z\"\nurl = \"http://127.0.0.1/\"\n\n[mcp_servers.good]\ncommand = \"ok\"\n";
-    let workspace = "{\"mcpServers\": {\n  \"a\": { \"command\": 5 },\n  \"b\": { \"command\": \"x\", \"args\": \"notalist\" },\n  \"c\": { \"command\": \"${NOPE}\" },\n  \"d\": { },\n  \"e\": { \"type\": \"ws\", \"url\": \"x\" },\n  \"f\": { \"command\": \"fine\" }\n}}";
+    let workspace = "{\"mcpServers\": {\n  \"a\": { \"command\": 5 },\n  \"b\": { \"command\": \"x\", \"args\": \"notalist\" },\n  \"c\": { \"command\": \"${NOPE}\" },\n  \"d\": { },\n  \"e\": { \"type\": \"ws\", \"url\": \"x\" },\n  \"g\": { \"url\": \"ftp://h/mcp\" },\n  \"f\": { \"command\": \"fine\" }\n}}";
     let user = "{\"mcpServers\": {\n  \"u\": { \"command\": \"x\" },,\n}}";
     let f = fixture(settings, Some(user), Some(workspace));
     let config = f.resolve(TrustDecision::Trusted);
@@ -243,6 +243,7 @@ fn bad_entries_are_skipped_with_file_line_and_key_and_the_rest_still_loads() {
             "WS/.mcp.json:4: `mcpServers.c.command`: environment variable `NOPE` is not set (write `${NOPE:-default}` for a fallback); server `c` is skipped",
             "WS/.mcp.json:5: `mcpServers.d`: needs `command` (stdio) or `url` (http); server `d` is skipped",
             "WS/.mcp.json:6: `mcpServers.e.type`: unknown transport \"ws\" (expected \"stdio\" or \"http\"); server `e` is skipped",
+            "WS/.mcp.json:7: `mcpServers.g.url`: expected an http:// or https:// URL, found \"ftp://h/mcp\"; server `g` is skipped",
             "HOME/mcp.json:2: invalid JSON (key must be a string at line 2 column 27); the file is skipped",
         ]
     );
