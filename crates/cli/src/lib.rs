@@ -13,6 +13,10 @@
 //!   creates and resumes agents and streams their session events to a surface.
 //! - [`commands`]: the clap command tree (`run`, `sessions`, `config`); `main.rs` only calls
 //!   [`commands::main`].
+//! - [`mcp_config`]: MCP servers from `[mcp_servers.NAME]`, `$DSH_HOME/mcp.json` and the
+//!   workspace's `.mcp.json`, resolved into the `mcp` row's list; `dsh mcp add|remove`.
+//! - [`trust`]: workspace trust — project files that run programs load only in a trusted
+//!   directory (`$DSH_HOME/trusted.json`, `dsh trust`).
 //! - [`sanitize`]: strips control and escape sequences from model and tool text bound for a
 //!   terminal; `dsh run` and the interactive UI both use it.
 
@@ -20,6 +24,8 @@ pub mod app;
 pub mod commands;
 pub mod config;
 pub mod instructions;
+pub mod mcp_config;
 pub mod persona;
 pub mod sanitize;
+pub mod trust;
 pub mod tui;

@@ -27,9 +27,9 @@ pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, derive_skills_row, fill_hooks_row, hooks_config,
-    model_info, openai_config, persistence_config, plugin_table, project_root,
-    register_event_types, sessions_root, skills_config, EVENT_TYPES,
+    canonical_workspace, check_credentials, derive_skills_row, fill_hooks_row, fill_mcp_row,
+    hooks_config, model_info, openai_config, persistence_config, plugin_table, project_root,
+    register_event_types, sessions_root, skills_config, workspace_notices, EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};
@@ -156,6 +156,9 @@ impl Runtime {
         check_key_text(&settings, &options.env)?;
         let user_id = anonymous_user_id(&settings.home.value);
         let mut composition = boot_composition_with_user_id(&settings, user_id);
+        let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, &workspace);
+        let mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        fill_mcp_row(&mut composition, &mcp);
         let home = options.env.get(OsStr::new("HOME")).map(Path::new);
         fill_hooks_row(&mut composition, &hooks_config(&settings, &workspace, home));
         let user_home = options

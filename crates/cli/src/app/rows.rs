@@ -131,9 +131,9 @@ pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) 
     ));
     HooksConfig {
         sources,
-        // Workspace trust (`crate::trust::is_trusted(&settings.home.value, workspace)`) is
-        // not merged yet: until it is, project hooks never load.
-        project_trusted: false,
+        // Project hook files run code the repository supplies: only once the person
+        // trusted the workspace (docs/trust.md).
+        project_trusted: crate::trust::is_trusted(&settings.home.value, workspace),
         project_dir: Some(workspace.to_path_buf()),
         ..HooksConfig::default()
     }
@@ -147,6 +147,17 @@ pub fn fill_hooks_row(composition: &mut Composition, config: &HooksConfig) {
             if let Ok(value) = serde_json::to_value(config) {
                 row.config = value;
             }
+        }
+    }
+}
+
+/// Fills the `mcp` row's config with the resolved servers when the settings left it `null`
+/// (it needs the workspace and its trust, which [`boot_composition`] does not know). Nothing
+/// happens when no `mcp` row is mounted.
+pub fn fill_mcp_row(composition: &mut Composition, mcp: &crate::mcp_config::McpConfig) {
+    for row in &mut composition.rows {
+        if row.id == config::MCP_ROW && row.config.is_null() {
+            row.config = mcp.row_config();
         }
     }
 }
@@ -223,6 +234,31 @@ pub fn skills_config(
         command_roots,
         ..dsh_skills::SkillsConfig::default()
     }
+}
+
+/// What a surface says once before the first prompt about the workspace's extension
+/// configuration: each skipped MCP file or server (file, line, key), and, in an untrusted
+/// workspace that has project files that would run programs, which were ignored and the
+/// command that trusts it.
+pub fn workspace_notices(
+    settings: &Settings,
+    workspace: &Path,
+    env: &dyn crate::config::Env,
+) -> Vec<String> {
+    let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, workspace);
+    let mcp = crate::mcp_config::resolve(settings, workspace, trust, env);
+    let mut notices: Vec<String> = mcp
+        .problems
+        .iter()
+        .map(|p| format!("dsh: warning: MCP configuration: {p}"))
+        .collect();
+    if !trust.allows_project_files() {
+        let project = crate::trust::ProjectConfig::scan(workspace, env);
+        if !project.is_empty() {
+            notices.push(crate::trust::untrusted_notice(workspace, &project));
+        }
+    }
+    notices
 }
 
 /// Refuses to start a run whose model route cannot work: a required key that is not set.

@@ -46,16 +46,48 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
     }
     let settings = load(env, &global.overrides())?;
     let options = BootOptions::from_process(global.cwd.clone())?;
+    ask_workspace_trust(&settings, &options, env)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    tokio.block_on(interactive(settings, options, opening))
+    tokio.block_on(interactive(settings, options, opening, env))
+}
+
+/// Asks once, before the UI starts, whether to trust a workspace that brings configuration
+/// that would run programs. "Yes" goes into the trust list; "no" holds for this session only
+/// (nothing is written, so the next start asks again).
+fn ask_workspace_trust(
+    settings: &Settings,
+    options: &BootOptions,
+    env: &dyn Env,
+) -> anyhow::Result<()> {
+    let Ok(workspace) = crate::app::canonical_workspace(&options.cwd) else {
+        return Ok(()); // boot reports it
+    };
+    let home = &settings.home.value;
+    if crate::trust::is_trusted(home, &workspace) {
+        return Ok(());
+    }
+    let project = crate::trust::ProjectConfig::scan(&workspace, env);
+    if project.is_empty() {
+        return Ok(());
+    }
+    let prompt = crate::tui::TrustPrompt {
+        workspace: workspace.display().to_string(),
+        files: project.file_names(&workspace),
+        would_run: project.would_run(),
+    };
+    if crate::tui::interactive::ask_trust(&prompt)? {
+        crate::trust::grant(home, &workspace)?;
+    }
+    Ok(())
 }
 
 async fn interactive(
     settings: Settings,
     options: BootOptions,
     opening: &Opening,
+    env: &dyn Env,
 ) -> anyhow::Result<u8> {
     let runtime = Arc::new(Runtime::boot(settings, options)?);
     let stored = match stored_session(&runtime, opening) {
@@ -76,6 +108,15 @@ async fn interactive(
     spawn_job_count(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
+    }
+    // Skipped MCP files or servers, and project files left untrusted: said once.
+    let notices = crate::app::workspace_notices(runtime.settings(), runtime.workspace(), env);
+    if !notices.is_empty() {
+        let lines = notices
+            .iter()
+            .map(|n| n.strip_prefix("dsh: ").unwrap_or(n).to_owned())
+            .collect();
+        let _ = sender.send(Input::Notice(lines));
     }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = match stored {

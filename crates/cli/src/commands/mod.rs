@@ -10,14 +10,18 @@
 //!   cut off, 130 interrupted, 2 usage or configuration error.
 //! - `dsh sessions ...`: list, show, verify, repair, fork and export stored sessions.
 //! - `dsh config show`: the effective settings and where each value came from.
+//! - `dsh mcp list|add|remove`: MCP servers, from every file they can be configured in.
+//! - `dsh trust [DIR]`: trust a workspace's own `.mcp.json` and Claude Code hooks.
 
 mod compact;
 mod config;
 mod interactive;
+mod mcp;
 mod repair;
 mod run;
 pub mod run_output;
 mod sessions;
+mod trust;
 pub mod write_check;
 
 use crate::app::AppError;
@@ -165,6 +169,56 @@ pub enum Command {
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// List, add and remove MCP servers
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Trust a workspace: let its .mcp.json servers and .claude/settings*.json hooks run
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Every configured server: source file, transport, command or URL, state (never starts one)
+    List {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to settings.toml: `NAME -- CMD ARGS...` (stdio) or `NAME --url URL` (http)
+    Add {
+        /// The server name (1 to 32 letters, digits, `_` and `-`)
+        name: String,
+        /// Streamable HTTP endpoint of the server
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// An HTTP header sent on every request (repeatable)
+        #[arg(long, value_name = "K=V")]
+        header: Vec<String>,
+        /// An environment variable for the server process (repeatable)
+        #[arg(long, value_name = "K=V")]
+        env: Vec<String>,
+        /// The command and its arguments, after `--`
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Remove a server from settings.toml
+    Remove {
+        /// The server name
+        name: String,
+    },
+}
+
+/// `dsh trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace directory [default: the current directory]
+    pub dir: Option<PathBuf>,
+    /// Stop trusting DIR
+    #[arg(long, conflicts_with = "list")]
+    pub revoke: bool,
+    /// Print the trusted directories
+    #[arg(long, conflicts_with = "dir")]
+    pub list: bool,
 }
 
 /// `dsh run`.
@@ -328,9 +382,29 @@ pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result
         Some(Command::Run(args)) => run::run(&cli.global, args, env),
         Some(Command::Sessions(command)) => sessions::sessions(&cli.global, command, env, out),
         Some(Command::Config(ConfigCommand::Show { json })) => {
-            config::show(env, &flags, *json, out).map(|()| exit::SUCCESS)
+            let cwd = workspace_dir(&cli.global)?;
+            config::show(env, &flags, &cwd, *json, out).map(|()| exit::SUCCESS)
+        }
+        Some(Command::Mcp(command)) => {
+            mcp::mcp(command, env, &flags, &workspace_dir(&cli.global)?, out)
+        }
+        Some(Command::Trust(args)) => {
+            let dir = match &args.dir {
+                Some(dir) => dir.clone(),
+                None => workspace_dir(&cli.global)?,
+            };
+            trust::trust_command(&dir, args.revoke, args.list, env, &flags, out)
         }
     }
+}
+
+/// The workspace a command looks at: `--cwd`, else the current directory, canonical.
+fn workspace_dir(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    let dir = match &global.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    Ok(crate::app::canonical_workspace(&dir)?)
 }
 
 /// The exit status for a failed command: configuration and usage problems are 2.

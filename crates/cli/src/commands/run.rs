@@ -60,6 +60,11 @@ pub(super) fn run(global: &GlobalArgs, args: &RunArgs, env: &dyn Env) -> anyhow:
     let prompt = read_prompt(args.prompt.as_deref())?;
     let settings = load(env, &global.overrides())?;
     let options = BootOptions::from_process(global.cwd.clone())?;
+    if let Ok(workspace) = crate::app::canonical_workspace(&options.cwd) {
+        for notice in crate::app::workspace_notices(&settings, &workspace, env) {
+            stderr_line(notice);
+        }
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -34,6 +34,9 @@ pub const JOBS_ROW: &str = "jobs";
 pub const HOOKS_ROW: &str = "hooks";
 /// Row id of skills and custom slash commands.
 pub const SKILLS_ROW: &str = "skills";
+/// Row id of the MCP client (mounted by the `dsh-mcp` plugin; its config is the server list
+/// [`crate::mcp_config::resolve`] computes at boot).
+pub const MCP_ROW: &str = "mcp";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -55,6 +58,7 @@ pub const DERIVED_ROWS: &[&str] = &[
     COMPACTION_ROW,
     HOOKS_ROW,
     SKILLS_ROW,
+    MCP_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
@@ -63,7 +67,8 @@ pub const DERIVED_ROWS: &[&str] = &[
 /// is built from the settings at boot (routes from `[providers]`, the store root from
 /// `$DSH_HOME`, tool switches from `[tools]`, policy and rules from `[approval]`, the compaction
 /// policy from `[compaction]`, hook files from `$DSH_HOME`, `~` and the workspace, skill and
-/// command roots from the workspace, `[skills] dirs`, `$DSH_HOME` and `$HOME`).
+/// command roots from the workspace, `[skills] dirs`, `$DSH_HOME` and `$HOME`, MCP servers from
+/// `[mcp_servers]`, `mcp.json` and a trusted `.mcp.json`).
 pub fn default_composition() -> Composition {
     let null = |id: &str, plugin: &str| Row::new(id, plugin, Value::Null);
     Composition {

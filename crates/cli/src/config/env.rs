@@ -44,3 +44,9 @@ impl<const N: usize> Env for [(&str, &str); N] {
         Env::get(self.as_slice(), name)
     }
 }
+
+impl Env for BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+    fn get(&self, name: &str) -> Option<OsString> {
+        BTreeMap::get(self, std::ffi::OsStr::new(name)).cloned()
+    }
+}

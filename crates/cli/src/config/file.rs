@@ -30,6 +30,7 @@ pub(crate) struct FileLayer {
     pub skills_dirs: Option<At<Vec<String>>>,
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
+    pub mcp: super::mcp::McpLayer,
 }
 
 /// One `[providers.<route>]` table.
@@ -67,6 +68,7 @@ const TOP: &[&str] = &[
     "skills",
     "plugins",
     "compaction",
+    "mcp_servers",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -141,6 +143,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
                     });
                 }
             }
+            "mcp_servers" => layer.mcp = super::mcp::read(&doc, node),
             "plugins" => {
                 let items = doc.array("plugins", node)?;
                 for (index, item) in items.iter().enumerate() {

@@ -59,6 +59,7 @@ mod composition;
 mod env;
 mod error;
 mod file;
+mod mcp;
 mod reader;
 mod settings;
 mod show;
@@ -71,12 +72,13 @@ pub use compaction::{
 };
 pub use composition::{
     default_composition, AGENTS_ROW, AGENT_LOOP_ROW, APPROVAL_ROW, CHECKPOINT_ROW, COMPACTION_ROW,
-    DERIVED_ROWS, HOOKS_ROW, LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, PERSISTENCE_ROW, SESSIONS_ROW,
-    SKILLS_ROW, SUBAGENTS_ROW, SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
+    DERIVED_ROWS, HOOKS_ROW, LLM_OPENAI_ROW, LLM_RETRY_ROW, LLM_ROW, MCP_ROW, PERSISTENCE_ROW,
+    SESSIONS_ROW, SKILLS_ROW, SUBAGENTS_ROW, SYSTEM_PROMPT_ROW, TOOLS_BUILTIN_ROW, TOOLS_ROW,
 };
 pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;
+pub(crate) use file::{check_url, URL_EXPECTED};
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
     SandboxSettings, Settings, SkillSettings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE,
@@ -84,6 +86,7 @@ pub use settings::{
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};
+pub(crate) use tree::line_of;
 
 use std::path::PathBuf;
 

@@ -60,6 +60,11 @@ pub struct Settings {
     pub tools: ToolSettings,
     pub compaction: CompactionSettings,
     pub skills: SkillSettings,
+    /// `[mcp_servers.NAME]` tables, in file order (the JSON files are read at boot, with the
+    /// workspace: [`crate::mcp_config::resolve`]).
+    pub mcp_servers: Vec<crate::mcp_config::McpServer>,
+    /// One per skipped `[mcp_servers.NAME]` table; the rest of the settings loaded.
+    pub mcp_problems: Vec<crate::mcp_config::McpProblem>,
     /// The plugin rows to mount, after the file's `[[plugins]]` patches.
     pub composition: Composition,
     /// Which layer last touched each row, by row id.
@@ -505,6 +510,8 @@ pub(crate) fn resolve(
         },
         compaction,
         skills,
+        mcp_servers: file.mcp.servers,
+        mcp_problems: file.mcp.problems,
         composition,
         row_sources,
     })

@@ -61,6 +61,14 @@ pub enum Location {
 }
 
 impl Location {
+    /// The line, for a location in a file.
+    pub fn line(&self) -> Option<u32> {
+        match self {
+            Self::File { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+
     pub(crate) fn of(source: Source, settings_path: &std::path::Path) -> Self {
         match source {
             Source::Default | Source::File { .. } => Self::File {

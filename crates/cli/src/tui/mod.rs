@@ -14,6 +14,7 @@ pub mod interactive;
 mod lines;
 mod text;
 mod transcript;
+mod trust_prompt;
 mod views;
 
 pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
@@ -25,6 +26,7 @@ pub use transcript::{
     Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,
     ToolState, Transcript, TurnOutcome, UsageTotals,
 };
+pub use trust_prompt::TrustPrompt;
 pub use views::{StatusLine, TranscriptView};
 
 use ratatui::buffer::Buffer;

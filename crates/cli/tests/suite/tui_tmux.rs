@@ -133,6 +133,13 @@ impl Tmux {
 
     /// [`start`](Self::start) with `args` on dsh's command line.
     pub(super) fn start_with(sandbox: &Sandbox, args: &[&str]) -> Self {
+        let tmux = Self::launch(sandbox, args);
+        tmux.wait_for("type a task; Enter sends");
+        tmux
+    }
+
+    /// Starts `dsh <args>` in a 90x24 pane without waiting for anything.
+    pub(super) fn launch(sandbox: &Sandbox, args: &[&str]) -> Self {
         let tmux = Tmux {
             socket: sandbox.home.path().join("tmux.sock"),
         };
@@ -149,7 +156,6 @@ impl Tmux {
             &command,
         ]);
         assert!(started.status.success(), "{started:?}");
-        tmux.wait_for("type a task; Enter sends");
         tmux
     }
 

@@ -22,6 +22,7 @@ mod runner;
 pub mod slash;
 mod state;
 mod terminal;
+mod trust;
 mod view;
 
 pub use driver::{
@@ -32,4 +33,5 @@ pub use pending::PendingInput;
 pub use runner::{session_lines, Runner, TICK_MS};
 pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};
+pub use trust::ask_trust;
 pub use view::LiveView;
