@@ -28,6 +28,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_tools_builtin::ApprovalPlugin>()
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
+        .with::<dsh_mcp::McpPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning

@@ -28,6 +28,8 @@ pub const TOOLS_ROW: &str = "tools";
 pub const TOOLS_BUILTIN_ROW: &str = "tools-builtin";
 /// Row id of the approval policy and rules.
 pub const APPROVAL_ROW: &str = "approval";
+/// Row id of the MCP client (config: `dsh_mcp::McpPluginConfig`, no servers by default).
+pub const MCP_ROW: &str = "mcp";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -69,6 +71,7 @@ pub fn default_composition() -> Composition {
                 dsh_tools_builtin::BuiltinToolsPlugin::NAME,
             ),
             null(APPROVAL_ROW, dsh_tools_builtin::ApprovalPlugin::NAME),
+            null(MCP_ROW, dsh_mcp::McpPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
         ],
