@@ -11,7 +11,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Pages of `tools/list` followed before the list is refused as endless.
@@ -45,8 +45,8 @@ impl ClientHandler for Handler {
 pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
     stop: Option<rmcp::service::RunningServiceCancellationToken>,
-    /// Resolves when the service loop ended (transport closed or stopped).
-    pub(crate) closed: oneshot::Receiver<()>,
+    /// Fires when the service loop ended (transport closed or stopped).
+    pub(crate) closed: CancellationToken,
     pub(crate) child: Option<StdioChild>,
 }
 
@@ -114,10 +114,11 @@ pub(crate) async fn connect(
 fn started(running: RunningService<RoleClient, Handler>, child: Option<StdioChild>) -> Connection {
     let peer = running.peer().clone();
     let stop = running.cancellation_token();
-    let (tx, closed) = oneshot::channel();
+    let closed = CancellationToken::new();
+    let done = closed.clone();
     tokio::spawn(async move {
         let _ = running.waiting().await;
-        let _ = tx.send(());
+        done.cancel();
     });
     Connection {
         peer,
@@ -134,7 +135,7 @@ impl Connection {
         if let Some(stop) = self.stop.take() {
             stop.cancel();
         }
-        let closed = tokio::time::timeout(CLOSE_WAIT, &mut self.closed)
+        let closed = tokio::time::timeout(CLOSE_WAIT, self.closed.cancelled())
             .await
             .is_ok();
         if let Some(child) = self.child.take() {

@@ -235,7 +235,7 @@ impl Supervisor {
                     let _ = connection.close().await;
                     return Ended::Stopped;
                 }
-                _ = &mut connection.closed => {
+                () = connection.closed.cancelled() => {
                     let mut reason = "the connection closed".to_owned();
                     if let Some(child) = connection.child.as_mut() {
                         if let Some(status) = child.exit_status() {
