@@ -2,6 +2,7 @@ mod binary;
 mod crash;
 mod extension_points;
 mod hardening;
+mod mcp;
 mod run;
 mod run_support;
 mod sessions;

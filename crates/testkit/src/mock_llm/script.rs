@@ -73,6 +73,9 @@ pub struct RuleMatch {
     /// The request's `model` equals this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The request offers no tool of this name (e.g. a background tool that has not appeared yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lacks_tool: Option<String>,
     #[serde(flatten, skip_serializing)]
     unknown: BTreeMap<String, Value>,
 }
@@ -364,6 +367,12 @@ impl RuleMatch {
     /// Requires this model id.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Requires that the request offers no tool named `name`.
+    pub fn lacks_tool(mut self, name: impl Into<String>) -> Self {
+        self.lacks_tool = Some(name.into());
         self
     }
 }
