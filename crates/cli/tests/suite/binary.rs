@@ -150,6 +150,7 @@ fn config_show_json_is_machine_readable() {
             "tools",
             "tools-builtin",
             "approval",
+            "mcp",
             "agents",
             "agent-loop"
         ]

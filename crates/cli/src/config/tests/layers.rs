@@ -116,6 +116,7 @@ fn a_valid_file_loads_every_section() {
             ("tools", "tools", false),
             ("tools-builtin", "tools-builtin", false),
             ("approval", "approval", false),
+            ("mcp", "mcp", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("audit", "audit-log", true),
