@@ -247,3 +247,46 @@ async fn approval_ask_makes_every_call_of_that_server_ask() {
     );
     drop(m.ctx);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn giving_up_unregisters_the_servers_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let marker = dir.path().join("started-once");
+    // Starts the fixture the first time only; every restart fails at once.
+    let script = format!(
+        "if [ -e {m} ]; then exit 3; fi; touch {m}; exec {f}",
+        m = marker.display(),
+        f = fixture_server().display()
+    );
+    let mut server = stdio("once", "sh", &["-c", &script]);
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        env.insert("FIXTURE_LOG".into(), log.display().to_string());
+    }
+    server.reconnect = ReconnectPolicy {
+        enabled: true,
+        initial_delay_ms: 10,
+        max_delay_ms: 40,
+        max_attempts: 2,
+    };
+    let m = mount(vec![server]);
+    m.ready("once").await;
+    assert_eq!(m.tools.names(None).len(), 3);
+    let pid: i32 = log_lines(&log)[0]
+        .strip_prefix("pid ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    m.wait_for("once", |s| s.gave_up).await;
+    assert!(m.tools.names(None).is_empty());
+    let status = m.board.server("once").unwrap();
+    assert_eq!((status.state, status.tool_count), (McpState::Failed, 0));
+    let notices = m.board.notices_since(&mut 0);
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(notices[1].message.starts_with(
+        "MCP server \"once\" giving up after 2 consecutive failed reconnect attempts"
+    ));
+}
