@@ -109,7 +109,10 @@ async fn over_http(body: &[u8]) -> anyhow::Result<Vec<Duration>> {
         ("DEEPSEEK_API_KEY".into(), "sk-bench".into()),
         ("DEEPSEEK_BASE_URL".into(), base_url),
     ]);
-    let client = reqwest::Client::builder().no_proxy().build().map_err(err)?;
+    let client = dsh_llm_openai::client_builder()
+        .no_proxy()
+        .build()
+        .map_err(err)?;
     let adapter =
         OpenAiAdapter::with_client(RouteConfig::deepseek(), Arc::new(env), client).map_err(err)?;
     let mut samples = Vec::with_capacity(RUNS);

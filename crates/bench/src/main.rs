@@ -12,6 +12,7 @@ mod core_stack;
 mod counting;
 mod derive_messages;
 mod hook_dispatch;
+mod mcp_call;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -70,6 +71,11 @@ const BENCHES: &[Bench] = &[
         name: "adapter-ingest",
         about: "adapter ingests a 10k-chunk stream over HTTP (budget: >= 200,000 chunks/s)",
         run: adapter_ingest::run,
+    },
+    Bench {
+        name: "mcp-call",
+        about: "MCP tool call over stdio vs a bare round trip; mount with 5 servers (budget: <= 1 ms/call)",
+        run: mcp_call::run,
     },
     Bench {
         name: "agent-step",

@@ -82,7 +82,10 @@ fn script() -> Script {
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder().no_proxy().build().map_err(err)
+    dsh_llm_openai::client_builder()
+        .no_proxy()
+        .build()
+        .map_err(err)
 }
 
 /// The loop with the real adapter pointed at `base_url`.

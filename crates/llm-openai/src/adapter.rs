@@ -61,7 +61,7 @@ impl fmt::Debug for OpenAiAdapter {
 impl OpenAiAdapter {
     /// An adapter for `route` with its own HTTP client (rustls, system proxy settings).
     pub fn new(route: RouteConfig, env: Arc<dyn EnvLookup>) -> Result<Self, LlmError> {
-        let client = reqwest::Client::builder().build().map_err(|error| {
+        let client = client_builder().build().map_err(|error| {
             LlmError::new(INVALID_CONFIG, "could not build the HTTP client").with_source(error)
         })?;
         Self::with_client(route, env, client)
@@ -471,4 +471,12 @@ pub fn register_routes(
         }
     }
     Ok(handles)
+}
+
+/// `reqwest::Client::builder()` after installing ring as rustls's process-wide provider: the
+/// workspace builds reqwest 0.13 without its aws-lc-rs default (docs/mcp.md), so every client
+/// must be built through here (or install the provider itself).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
 }

@@ -25,7 +25,9 @@ pub mod status;
 pub mod translate;
 pub mod wire;
 
-pub use adapter::{register_routes, OpenAiAdapter, COMPACT_HEADER, INVALID_CONFIG, USER_AGENT};
+pub use adapter::{
+    client_builder, register_routes, OpenAiAdapter, COMPACT_HEADER, INVALID_CONFIG, USER_AGENT,
+};
 pub use config::{
     check_base_url, Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry,
     OpenAiConfig, ProcessEnv, ReasoningReplay, RouteConfig, Thinking, DEEPSEEK_ROUTE,

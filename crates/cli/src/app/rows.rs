@@ -34,6 +34,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_agent::AgentsPlugin>()
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()
+        .with::<dsh_mcp::McpPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning

@@ -132,6 +132,7 @@ async fn drive(
     };
     let id = resume.clone().unwrap_or_else(Runtime::new_session_id);
     output.session(id.as_str(), resume.is_some());
+    let mcp_notices = spawn_mcp_notices(runtime, output.clone());
     let notice = Arc::new(SandboxNoteOnce::new(runtime, output.clone(), !args.json));
     let printer = output.clone();
     let probe = notice.clone();
@@ -185,6 +186,9 @@ async fn drive(
     subscription.dispose();
     children.iter().for_each(Disposer::dispose);
     notice.join();
+    if let Some(task) = mcp_notices {
+        task.abort();
+    }
     let cap = cap_hit
         .load(Ordering::SeqCst)
         .then_some(args.max_turns)
@@ -370,6 +374,27 @@ async fn settled(
             _ => {}
         }
     }
+}
+
+/// Prints every MCP server notice (a server that failed, was lost or gave up) on stderr as
+/// it happens; servers start in the background, so this never delays the prompt.
+fn spawn_mcp_notices(
+    runtime: &Runtime,
+    output: Arc<RunOutput>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let board = runtime.ctx().get::<dsh_mcp::McpStatusBoard>()?;
+    Some(tokio::spawn(async move {
+        let mut cursor = 0;
+        loop {
+            let notices = board.next_notices(&mut cursor).await;
+            if notices.is_empty() {
+                return;
+            }
+            for notice in notices {
+                output.note(&format!("dsh: {}", notice.message));
+            }
+        }
+    }))
 }
 
 /// Says once, on stderr, what the sandbox cannot enforce on this kernel. The kernel is

@@ -98,6 +98,7 @@ pub fn default_composition() -> Composition {
             // After approval: its pre-execute listener runs the hooks as its inner layer.
             null(HOOKS_ROW, dsh_hooks::HooksPlugin::NAME),
             null(SKILLS_ROW, dsh_skills::SkillsPlugin::NAME),
+            null(MCP_ROW, dsh_mcp::McpPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),

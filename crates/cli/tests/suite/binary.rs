@@ -154,6 +154,7 @@ fn config_show_json_is_machine_readable() {
             "jobs",
             "hooks",
             "skills",
+            "mcp",
             "agents",
             "agent-loop",
             "subagents"

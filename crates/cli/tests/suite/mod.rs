@@ -6,6 +6,7 @@ mod extension_points;
 mod hardening;
 mod hooks;
 mod jobs;
+mod mcp;
 mod mcp_config;
 mod run;
 mod run_support;

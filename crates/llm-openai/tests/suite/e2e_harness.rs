@@ -157,7 +157,7 @@ impl E2e {
                 .unwrap();
         }
         let base_url = base_url.unwrap_or_else(|| server.base_url());
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let client = dsh_llm_openai::client_builder().no_proxy().build().unwrap();
         let adapter =
             OpenAiAdapter::with_client(setup.route.clone(), env_for(&base_url), client).unwrap();
         drop(

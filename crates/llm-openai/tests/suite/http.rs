@@ -24,7 +24,7 @@ fn adapter_with(base_url: &str, idle_ms: u64) -> OpenAiAdapter {
         stream_idle_timeout_ms: idle_ms,
         ..RouteConfig::deepseek()
     };
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = dsh_llm_openai::client_builder().no_proxy().build().unwrap();
     OpenAiAdapter::with_client(route, env(base_url), client).unwrap()
 }
 
@@ -272,7 +272,7 @@ async fn missing_key_is_an_invalid_credential_and_debug_hides_the_key() {
     let no_key = OpenAiAdapter::with_client(
         route,
         Arc::new(HashMap::<String, String>::new()),
-        reqwest::Client::new(),
+        dsh_llm_openai::client_builder().build().unwrap(),
     )
     .unwrap();
     let error = no_key.stream(Arc::new(request())).await.err().unwrap();
@@ -288,7 +288,7 @@ async fn missing_key_is_an_invalid_credential_and_debug_hides_the_key() {
             "DEEPSEEK_API_KEY".to_string(),
             format!("{KEY}\nx"),
         )])),
-        reqwest::Client::new(),
+        dsh_llm_openai::client_builder().build().unwrap(),
     )
     .unwrap();
     let error = bad_key.stream(Arc::new(request())).await.err().unwrap();
@@ -404,7 +404,7 @@ async fn headers_sent_by(route: RouteConfig, user_id: Option<&str>) -> [Option<S
         ("DEEPSEEK_BASE_URL".to_string(), server.base_url.clone()),
         ("OPENAI_BASE_URL".to_string(), server.base_url.clone()),
     ]));
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = dsh_llm_openai::client_builder().no_proxy().build().unwrap();
     let mut adapter = OpenAiAdapter::with_client(route, env, client).unwrap();
     if let Some(user_id) = user_id {
         adapter = adapter.with_user_id(user_id).unwrap();
@@ -502,7 +502,7 @@ async fn registered_routes_carry_the_configured_user_id() {
 
 #[test]
 fn an_id_no_header_can_carry_is_a_config_error() {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = dsh_llm_openai::client_builder().no_proxy().build().unwrap();
     let adapter =
         OpenAiAdapter::with_client(RouteConfig::deepseek(), env("http://127.0.0.1:9"), client)
             .unwrap();

@@ -15,7 +15,7 @@ fn adapter(base_url: &str, route: RouteConfig) -> OpenAiAdapter {
         ("DEEPSEEK_API_KEY".to_string(), "sk-test".to_string()),
         ("DEEPSEEK_BASE_URL".to_string(), base_url.to_string()),
     ]));
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = dsh_llm_openai::client_builder().no_proxy().build().unwrap();
     OpenAiAdapter::with_client(route, env, client).unwrap()
 }
 

@@ -101,6 +101,9 @@ pub struct RuleMatch {
         deserialize_with = "one_or_many"
     )]
     pub lacks: Vec<String>,
+    /// The request offers no tool of this name (e.g. a background tool that has not appeared yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lacks_tool: Option<String>,
     #[serde(flatten, skip_serializing)]
     unknown: BTreeMap<String, Value>,
 }
@@ -421,6 +424,12 @@ impl RuleMatch {
     /// Also requires that no non-system message contains `text`.
     pub fn lacks(mut self, text: impl Into<String>) -> Self {
         self.lacks.push(text.into());
+        self
+    }
+
+    /// Requires that the request offers no tool named `name`.
+    pub fn lacks_tool(mut self, name: impl Into<String>) -> Self {
+        self.lacks_tool = Some(name.into());
         self
     }
 }

@@ -108,6 +108,19 @@ fn rule_matches(matcher: &RuleMatch, body: &Value, headers: &BTreeMap<String, St
             return false;
         }
     }
+    if let Some(name) = &matcher.lacks_tool {
+        let offered = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|tools| {
+                tools
+                    .iter()
+                    .any(|t| t["function"]["name"].as_str() == Some(name.as_str()))
+            });
+        if offered {
+            return false;
+        }
+    }
     if let Some(want_none) = matcher.no_tools {
         let has_tools = body
             .get("tools")

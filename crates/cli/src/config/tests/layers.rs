@@ -121,6 +121,7 @@ fn a_valid_file_loads_every_section() {
             ("jobs", "jobs", false),
             ("hooks", "hooks", false),
             ("skills", "skills", false),
+            ("mcp", "mcp", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("subagents", "subagents", false),

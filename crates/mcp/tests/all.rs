@@ -1,0 +1,4 @@
+//! dsh-mcp integration tests: one binary, modules under `suite/`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod suite;

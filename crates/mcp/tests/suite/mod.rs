@@ -1,0 +1,3 @@
+mod fixture;
+mod real_servers;
+pub mod support;
