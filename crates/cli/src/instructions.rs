@@ -177,7 +177,7 @@ pub fn candidates(home: &Path, cwd: &Path) -> Vec<PathBuf> {
 }
 
 fn render(found: &mut [(InstructionFile, String)], budget: usize) -> String {
-    let budget_label = if budget % 1024 == 0 {
+    let budget_label = if budget.is_multiple_of(1024) {
         format!("{} KiB", budget / 1024)
     } else {
         format!("{budget} byte")

@@ -105,7 +105,7 @@ fn is_type(block: &Value, kind: &str) -> bool {
 /// Standard alphabet, padded, no whitespace, and zero bits where padding leaves spare bits.
 fn is_canonical_base64(data: &str) -> bool {
     let bytes = data.as_bytes();
-    if bytes.is_empty() || bytes.len() % 4 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
         return false;
     }
     let value = |b: u8| -> Option<u8> {

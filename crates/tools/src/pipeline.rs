@@ -418,7 +418,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 fn describe_duration(limit: Option<Duration>) -> String {
     let millis = limit.map_or(0, |d| d.as_millis());
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         format!("{}s", millis / 1000)
     } else {
         format!("{millis}ms")

@@ -72,7 +72,7 @@ pub fn plural(n: usize, noun: &str) -> String {
 pub fn compact_count(n: u64) -> String {
     let scaled = |size: u64, unit: &str| {
         let tenths = (n * 10 + size / 2) / size;
-        if tenths % 10 == 0 || tenths >= 1000 {
+        if tenths.is_multiple_of(10) || tenths >= 1000 {
             format!("{}{unit}", tenths / 10)
         } else {
             format!("{}.{}{unit}", tenths / 10, tenths % 10)
