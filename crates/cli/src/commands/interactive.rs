@@ -106,6 +106,7 @@ async fn interactive(
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
+    spawn_agent_count(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
     }
@@ -192,6 +193,31 @@ fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
                     return;
                 }
                 shown = live;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = inputs.closed() => return,
+            }
+        }
+    });
+}
+
+/// Keeps the status line's subagent count current: sends it whenever the delegation
+/// service reports a child starting or settling. Ends when the UI stops listening.
+fn spawn_agent_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
+    let Some(subagents) = runtime.subagents() else {
+        return;
+    };
+    let mut changes = subagents.subscribe();
+    tokio::spawn(async move {
+        let mut shown = 0;
+        loop {
+            let working = subagents.working_count();
+            if working != shown {
+                if inputs.send(Input::Agents(working)).is_err() {
+                    return;
+                }
+                shown = working;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
