@@ -15,8 +15,8 @@ use crate::app::{
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::commands::CommandDirectory;
 use crate::tui::interactive::{
-    run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
-    SessionListing, TuiAnswerer,
+    run_terminal, AgentDriver, AgentListing, Answers, CurrentModel, DriverError, Input, OpenedHow,
+    OpenedSession, SessionListing, TuiAnswerer,
 };
 use crate::tui::ContextFill;
 use dsh_agent::{
@@ -697,6 +697,41 @@ impl AgentDriver for AppDriver {
                 _ => summary,
             })
         })
+    }
+
+    fn list_agents(&self) -> Vec<AgentListing> {
+        let Some(subagents) = self.runtime.subagents() else {
+            return Vec::new();
+        };
+        let root = self.current().id.clone();
+        let mut out = Vec::new();
+        // Depth first, each child followed by its own; a visited set guards the walk.
+        let mut stack: Vec<(dsh_subagents::ChildSnapshot, u64)> = subagents
+            .children(&root)
+            .into_iter()
+            .rev()
+            .map(|child| (child, 1))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some((child, depth)) = stack.pop() {
+            if !seen.insert(child.id.clone()) {
+                continue;
+            }
+            stack.extend(
+                subagents
+                    .children(&child.id)
+                    .into_iter()
+                    .rev()
+                    .map(|grandchild| (grandchild, depth + 1)),
+            );
+            out.push(AgentListing {
+                status: AgentListing::status_of(&child),
+                id: child.id,
+                depth,
+                label: child.label,
+            });
+        }
+        out
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {

@@ -96,6 +96,7 @@ pub enum Effect {
     ShowModel,
     SetModel(String),
     ListSessions,
+    ListAgents,
     Resume(String),
     Fork,
     NewSession,
