@@ -257,6 +257,23 @@ impl Subagents {
             .collect()
     }
 
+    /// How many children in this process are working (an epoch or a run under way), at
+    /// any depth: the TUI's `2 agents`.
+    pub fn working_count(&self) -> usize {
+        self.inner
+            .state()
+            .children
+            .iter()
+            .filter(|c| c.working)
+            .count()
+    }
+
+    /// Ticks whenever a child starts or settles (for surfaces: read
+    /// [`working_count`](Self::working_count) or [`children`](Self::children) again).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
     /// Whether any child below `root` is still working.
     pub fn tree_working(&self, root: &SessionId) -> bool {
         Inner::tree_working(&self.inner.state(), root)

@@ -15,8 +15,8 @@ use crate::app::{
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::commands::CommandDirectory;
 use crate::tui::interactive::{
-    run_terminal, AgentDriver, Answers, CurrentModel, DriverError, Input, OpenedHow, OpenedSession,
-    SessionListing, TuiAnswerer,
+    run_terminal, AgentDriver, AgentListing, Answers, CurrentModel, DriverError, Input, OpenedHow,
+    OpenedSession, SessionListing, TuiAnswerer,
 };
 use crate::tui::ContextFill;
 use dsh_agent::{
@@ -106,6 +106,7 @@ async fn interactive(
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
+    spawn_agent_count(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
     }
@@ -192,6 +193,31 @@ fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
                     return;
                 }
                 shown = live;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = inputs.closed() => return,
+            }
+        }
+    });
+}
+
+/// Keeps the status line's subagent count current: sends it whenever the delegation
+/// service reports a child starting or settling. Ends when the UI stops listening.
+fn spawn_agent_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
+    let Some(subagents) = runtime.subagents() else {
+        return;
+    };
+    let mut changes = subagents.subscribe();
+    tokio::spawn(async move {
+        let mut shown = 0;
+        loop {
+            let working = subagents.working_count();
+            if working != shown {
+                if inputs.send(Input::Agents(working)).is_err() {
+                    return;
+                }
+                shown = working;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
@@ -671,6 +697,41 @@ impl AgentDriver for AppDriver {
                 _ => summary,
             })
         })
+    }
+
+    fn list_agents(&self) -> Vec<AgentListing> {
+        let Some(subagents) = self.runtime.subagents() else {
+            return Vec::new();
+        };
+        let root = self.current().id.clone();
+        let mut out = Vec::new();
+        // Depth first, each child followed by its own; a visited set guards the walk.
+        let mut stack: Vec<(dsh_subagents::ChildSnapshot, u64)> = subagents
+            .children(&root)
+            .into_iter()
+            .rev()
+            .map(|child| (child, 1))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some((child, depth)) = stack.pop() {
+            if !seen.insert(child.id.clone()) {
+                continue;
+            }
+            stack.extend(
+                subagents
+                    .children(&child.id)
+                    .into_iter()
+                    .rev()
+                    .map(|grandchild| (grandchild, depth + 1)),
+            );
+            out.push(AgentListing {
+                status: AgentListing::status_of(&child),
+                id: child.id,
+                depth,
+                label: child.label,
+            });
+        }
+        out
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {

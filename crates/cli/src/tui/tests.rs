@@ -372,6 +372,14 @@ fn the_status_line() {
         draw(100, 1, StatusLine::new(&transcript).jobs(3)),
         "idle · 3 jobs · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · ctx 1.0% (10k/1M)"
     );
+    assert_eq!(
+        draw(100, 1, StatusLine::new(&fresh).agents(2).jobs(1)),
+        "running · turn 4 step 1 · 2 agents · 1 job · qwen3 (openai-compatible) · 0 in / 0 out"
+    );
+    assert_eq!(
+        draw(80, 1, StatusLine::new(&fresh).agents(1)),
+        "running · turn 4 step 1 · 1 agent · qwen3 (openai-compatible) · 0 in / 0 out"
+    );
 }
 
 #[test]

@@ -43,6 +43,7 @@ pub struct StatusLine<'a> {
     transcript: &'a Transcript,
     note: Option<&'a str>,
     jobs: usize,
+    agents: usize,
 }
 
 impl<'a> StatusLine<'a> {
@@ -51,12 +52,19 @@ impl<'a> StatusLine<'a> {
             transcript,
             note: None,
             jobs: 0,
+            agents: 0,
         }
     }
 
     /// Shows `count` live background jobs (`1 job`, `3 jobs`) after the run state.
     pub fn jobs(mut self, count: usize) -> Self {
         self.jobs = count;
+        self
+    }
+
+    /// Shows `count` working subagents (`1 agent`, `2 agents`) before the jobs.
+    pub fn agents(mut self, count: usize) -> Self {
+        self.agents = count;
         self
     }
 
@@ -91,10 +99,19 @@ impl<'a> StatusLine<'a> {
                 } => format!("retrying ({retry})"),
             },
         });
+        let mut work = Vec::new();
+        match self.agents {
+            0 => {}
+            1 => work.push("1 agent".to_owned()),
+            n => work.push(format!("{n} agents")),
+        }
         match self.jobs {
             0 => {}
-            1 => parts.push("1 job".to_owned()),
-            n => parts.push(format!("{n} jobs")),
+            1 => work.push("1 job".to_owned()),
+            n => work.push(format!("{n} jobs")),
+        }
+        if !work.is_empty() {
+            parts.push(work.join(" · "));
         }
         parts.push(match (t.model(), t.provider()) {
             (Some(model), Some(provider)) => format!("{model} ({provider})"),

@@ -4,7 +4,7 @@
 use super::tui_support::*;
 use crossterm::event::KeyCode;
 use dsh_cli::tui::interactive::{
-    Answers, Input, OpenedHow, OpenedSession, Runner, SessionListing, TuiAnswerer,
+    AgentListing, Answers, Input, OpenedHow, OpenedSession, Runner, SessionListing, TuiAnswerer,
 };
 use dsh_protocol::{CallId, SessionId};
 use dsh_tools_builtin::approval::{
@@ -338,5 +338,56 @@ async fn model_and_permission_are_shown_from_the_driver() {
             "  ● workspace-write    writes confined to the workspace, ask before risky calls",
             "    danger-full-access no confinement, never ask",
         ]
+    );
+}
+
+#[tokio::test]
+async fn slash_agents_lists_the_sessions_subagents_indented_by_depth() {
+    let agent = |id: &str, depth, label: &str, status| AgentListing {
+        id: SessionId::new(id),
+        depth,
+        label: label.into(),
+        status,
+    };
+    let driver = Arc::new(FakeDriver {
+        agents: vec![
+            agent("session-2", 1, "scan the\nrepo", "working"),
+            agent("session-4", 2, "read docs", "done"),
+            agent("session-3", 1, "fix \u{1b}[31mtests", "interrupted"),
+        ],
+        ..FakeDriver::default()
+    });
+    let mut runner = Runner::new(
+        Terminal::with_options(
+            TestBackend::new(60, 20),
+            TerminalOptions {
+                viewport: Viewport::Inline(3),
+            },
+        )
+        .unwrap(),
+        driver.clone(),
+        Answers::new(),
+    )
+    .unwrap();
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    keys(&mut runner, "/agents").await;
+    assert_eq!(driver.calls(), ["list-agents"]);
+    // Children first-level, a grandchild under its parent; labels on one line, made safe.
+    assert_eq!(
+        terminal_text(&mut runner),
+        "new session session-1\n\
+         \n\
+         › /agents\n\
+         \n\
+         subagents (dsh --resume ID opens one):\n  \
+         session-2    working      scan the ⏎ repo\n    \
+         session-4  done         read docs\n  \
+         session-3    interrupted  fix tests\n\
+         ────────────────────────────────────────────────────────────\n\
+         › type a task; Enter sends\n\
+         idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…"
     );
 }

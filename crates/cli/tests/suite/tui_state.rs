@@ -537,3 +537,22 @@ fn the_status_line_counts_live_background_jobs() {
     state.reduce(Input::Jobs(0));
     assert_eq!(screen(&state, 3).lines().last(), Some(IDLE));
 }
+
+#[test]
+fn the_status_line_counts_working_subagents_before_jobs() {
+    let mut state = new_state(90);
+    assert_eq!(state.reduce(Input::Agents(2)), []);
+    state.reduce(Input::Jobs(1));
+    assert_eq!(
+        screen(&state, 3).lines().last(),
+        Some("idle · 2 agents · 1 job · deepseek-v4-flash (deepseek-official) · 0 in / 0 out · ctx 0.0%…")
+    );
+    state.reduce(Input::Agents(1));
+    state.reduce(Input::Jobs(0));
+    assert_eq!(
+        screen(&state, 3).lines().last(),
+        Some("idle · 1 agent · deepseek-v4-flash (deepseek-official) · 0 in / 0 out · ctx 0.0% (0/1M)")
+    );
+    state.reduce(Input::Agents(0));
+    assert_eq!(state.agents(), 0);
+}

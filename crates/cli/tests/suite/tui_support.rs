@@ -3,8 +3,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use dsh_cli::tui::interactive::{
-    AgentDriver, CurrentModel, DriverError, Effect, Input, InteractiveState, LiveView, OpenedHow,
-    OpenedSession, SessionListing,
+    AgentDriver, AgentListing, CurrentModel, DriverError, Effect, Input, InteractiveState,
+    LiveView, OpenedHow, OpenedSession, SessionListing,
 };
 use dsh_cli::tui::ContextFill;
 use dsh_protocol::SessionId;
@@ -205,6 +205,8 @@ pub fn new_state(width: u16) -> InteractiveState {
 pub struct FakeDriver {
     pub calls: Mutex<Vec<String>>,
     pub sessions: Vec<SessionListing>,
+    /// What `list_agents` lists.
+    pub agents: Vec<AgentListing>,
     /// What `resume`, `fork` and `new_session` open.
     pub opens: Mutex<Vec<OpenedSession>>,
     /// What `context` measures.
@@ -283,6 +285,11 @@ impl AgentDriver for FakeDriver {
             preset.approval_policy()
         );
         Box::pin(async move { Ok(note) })
+    }
+
+    fn list_agents(&self) -> Vec<AgentListing> {
+        self.record("list-agents".into());
+        self.agents.clone()
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {

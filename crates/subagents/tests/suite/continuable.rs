@@ -75,8 +75,13 @@ async fn a_settling_child_wakes_its_idle_parent_with_one_notice() {
     parent.followup(msg("go")).unwrap();
     parent.when_idle().await;
     let id = only_child(&t);
+    // The gated child works: surfaces count it, and its settlement ticks their subscription.
+    assert_eq!(t.subagents.working_count(), 1);
+    let changes = t.subagents.subscribe();
     t.gates.open("child");
     until_settled(&t, &id).await;
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(t.subagents.working_count(), 0);
     parent.when_idle().await;
     let answer = |text: &str, first: u64| -> Vec<String> {
         let mut lines: Vec<String> = ["block-start", "text-delta", "block-end", "usage", "finish"]

@@ -69,6 +69,35 @@ pub struct OpenedSession {
     pub context_window: Option<u64>,
 }
 
+/// One row of `/agents`: a subagent below the session on screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentListing {
+    pub id: SessionId,
+    /// 1 for a child of the session on screen, 2 for a grandchild, ...
+    pub depth: u64,
+    /// The `description` it was started with, on one line.
+    pub label: String,
+    /// `working`, `done`, `interrupted`, `stopped early` or `failed`.
+    pub status: &'static str,
+}
+
+impl AgentListing {
+    /// How `/agents` words a child's state: working, or how its last epoch ended (`done`
+    /// also for a child recovered from the log, whose outcome the recovery notice tells).
+    pub fn status_of(child: &dsh_subagents::ChildSnapshot) -> &'static str {
+        use dsh_subagents::StopReason;
+        if child.working {
+            return "working";
+        }
+        match child.last_stop {
+            None | Some(StopReason::Completed) => "done",
+            Some(StopReason::Aborted) => "interrupted",
+            Some(StopReason::MaxTokens | StopReason::Refusal) => "stopped early",
+            Some(StopReason::Error) => "failed",
+        }
+    }
+}
+
 /// One row of `/sessions`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionListing {
@@ -115,6 +144,9 @@ pub trait AgentDriver: Send + Sync {
         &self,
         preset: PermissionPreset,
     ) -> BoxFuture<'_, Result<String, DriverError>>;
+    /// The subagents below the session on screen that this process knows (started or
+    /// recovered), each followed by its own children, in creation order.
+    fn list_agents(&self) -> Vec<AgentListing>;
     /// Sessions of this workspace, newest first.
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>>;
     fn resume(&self, id: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
@@ -232,5 +264,35 @@ impl ApprovalAnswerer for TuiAnswerer {
             // closed and takes the prompt down.
             reply.await.unwrap_or(closed)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_subagents::{ChildSnapshot, StopReason, SubagentMode};
+
+    #[test]
+    fn agents_are_listed_as_working_or_by_how_their_last_epoch_ended() {
+        let child = |working, last_stop| ChildSnapshot {
+            id: SessionId::new("session-2"),
+            parent: SessionId::new("session-1"),
+            depth: 1,
+            label: "scan".into(),
+            mode: SubagentMode::Continuable,
+            status: "idle",
+            working,
+            last_report: None,
+            last_output: None,
+            last_stop,
+        };
+        let status = |working, stop| AgentListing::status_of(&child(working, stop));
+        assert_eq!(status(true, Some(StopReason::Completed)), "working");
+        assert_eq!(status(false, None), "done");
+        assert_eq!(status(false, Some(StopReason::Completed)), "done");
+        assert_eq!(status(false, Some(StopReason::Aborted)), "interrupted");
+        assert_eq!(status(false, Some(StopReason::MaxTokens)), "stopped early");
+        assert_eq!(status(false, Some(StopReason::Refusal)), "stopped early");
+        assert_eq!(status(false, Some(StopReason::Error)), "failed");
     }
 }

@@ -26,11 +26,11 @@ mod trust;
 mod view;
 
 pub use driver::{
-    AgentDriver, Answers, CurrentModel, DriverError, OpenedHow, OpenedSession, SessionListing,
-    TuiAnswerer,
+    AgentDriver, AgentListing, Answers, CurrentModel, DriverError, OpenedHow, OpenedSession,
+    SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
-pub use runner::{session_lines, Runner, TICK_MS};
+pub use runner::{agent_lines, session_lines, Runner, TICK_MS};
 pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};
 pub use trust::ask_trust;

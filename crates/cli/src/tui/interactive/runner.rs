@@ -4,7 +4,7 @@
 //! [`Runner`] works on any ratatui backend (tests use `TestBackend` with an inline
 //! viewport); [`run_terminal`] sets up the real terminal around it.
 
-use super::driver::{AgentDriver, Answers, SessionListing};
+use super::driver::{AgentDriver, AgentListing, Answers, SessionListing};
 use super::slash::permission_lines;
 use super::state::{Effect, Input, InteractiveState};
 use super::view::LiveView;
@@ -180,6 +180,7 @@ impl<B: Backend> Runner<B> {
             Effect::SetModel(model) => driver
                 .set_model(&model)
                 .map(|note| Some(Input::Notice(vec![note]))),
+            Effect::ListAgents => Ok(Some(Input::Notice(agent_lines(&driver.list_agents())))),
             Effect::ListSessions => driver.list_sessions().await.map(|sessions| {
                 Some(Input::Notice(session_lines(
                     &sessions,
@@ -225,6 +226,29 @@ impl<B: Backend> Runner<B> {
 }
 
 /// `/sessions` output: one row per session, the current one marked.
+/// The `/agents` listing: one line per subagent, indented by depth.
+pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
+    if agents.is_empty() {
+        return vec!["no subagents in this session".into()];
+    }
+    let id_width = agents
+        .iter()
+        .map(|a| a.id.as_str().len() + 2 * a.depth.saturating_sub(1) as usize)
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec!["subagents (dsh --resume ID opens one):".to_owned()];
+    for agent in agents {
+        let indent = "  ".repeat(agent.depth.saturating_sub(1) as usize);
+        let id = format!("{indent}{}", agent.id.as_str());
+        lines.push(format!(
+            "  {id:<id_width$}  {:<11}  {}",
+            agent.status,
+            crate::tui::text::one_line(&crate::sanitize::sanitize(&agent.label))
+        ));
+    }
+    lines
+}
+
 pub fn session_lines(sessions: &[SessionListing], current: Option<&SessionId>) -> Vec<String> {
     if sessions.is_empty() {
         return vec!["no sessions in this workspace yet".into()];

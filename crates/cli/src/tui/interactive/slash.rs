@@ -9,6 +9,8 @@ pub enum SlashCommand {
     /// `/model` shows the model; `/model NAME` switches it from the next step.
     Model(Option<String>),
     Sessions,
+    /// Lists the subagents below the session on screen.
+    Agents,
     Resume(String),
     Fork,
     /// `/permission` shows the preset; `/permission NAME` switches it.
@@ -82,6 +84,7 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         "model" if !extra => Ok(SlashCommand::Model(arg)),
         "model" => Err(SlashError::Usage("/model [NAME]")),
         "sessions" => no_args(SlashCommand::Sessions, "/sessions"),
+        "agents" => no_args(SlashCommand::Agents, "/agents"),
         "resume" => match (arg, extra) {
             (Some(id), false) => Ok(SlashCommand::Resume(id)),
             _ => Err(SlashError::Usage("/resume SESSION_ID")),
@@ -111,6 +114,7 @@ pub const HELP: &[&str] = &[
     "  /model [NAME]       show the model, or switch it from the next step",
     "  /sessions           list this workspace's sessions",
     "  /resume ID          continue a session",
+    "  /agents             list this session's subagents and their status",
     "  /fork               fork this session and continue in the copy",
     "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
@@ -180,6 +184,8 @@ mod tests {
             Ok(SlashCommand::Permission(Some(PermissionPreset::ReadOnly)))
         );
         assert_eq!(command("/clear"), Ok(SlashCommand::Clear));
+        assert_eq!(command("/agents"), Ok(SlashCommand::Agents));
+        assert_eq!(command("/agents all"), Err(SlashError::Usage("/agents")));
         assert_eq!(command("/compact"), Ok(SlashCommand::Compact));
         assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
     }

@@ -73,7 +73,9 @@ impl Widget for LiveView<'_> {
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
         CompletionView::new(state.completions()).render(completions, buf);
-        let mut line = StatusLine::new(state.transcript()).jobs(state.jobs());
+        let mut line = StatusLine::new(state.transcript())
+            .agents(state.agents())
+            .jobs(state.jobs());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }

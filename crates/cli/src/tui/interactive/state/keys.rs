@@ -232,6 +232,7 @@ impl InteractiveState {
             SlashCommand::Model(None) => effects.push(Effect::ShowModel),
             SlashCommand::Model(Some(model)) => effects.push(Effect::SetModel(model)),
             SlashCommand::Sessions => effects.push(Effect::ListSessions),
+            SlashCommand::Agents => effects.push(Effect::ListAgents),
             SlashCommand::Resume(id) => effects.push(Effect::Resume(id)),
             SlashCommand::Fork => effects.push(Effect::Fork),
             SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),

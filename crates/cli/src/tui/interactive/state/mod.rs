@@ -74,6 +74,8 @@ pub enum Input {
     Quit,
     /// How many background jobs are running (or stopping) in this process.
     Jobs(usize),
+    /// How many subagents are working in this process.
+    Agents(usize),
 }
 
 /// Something the runner must do.
@@ -94,6 +96,7 @@ pub enum Effect {
     ShowModel,
     SetModel(String),
     ListSessions,
+    ListAgents,
     Resume(String),
     Fork,
     NewSession,
@@ -148,6 +151,8 @@ pub struct InteractiveState {
     compacting: bool,
     /// Live background jobs, for the status line.
     jobs: usize,
+    /// Working subagents, for the status line.
+    agents: usize,
     commands: CommandDirectory,
 }
 
@@ -170,6 +175,7 @@ impl InteractiveState {
             quitting: false,
             compacting: false,
             jobs: 0,
+            agents: 0,
             commands: CommandDirectory::builtins(),
         }
     }
@@ -177,6 +183,11 @@ impl InteractiveState {
     /// Live background jobs (the status line's `1 job`).
     pub fn jobs(&self) -> usize {
         self.jobs
+    }
+
+    /// Working subagents (the status line's `2 agents`).
+    pub fn agents(&self) -> usize {
+        self.agents
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -310,6 +321,7 @@ impl InteractiveState {
             Input::Context(fill) => self.transcript.set_context_fill(fill),
             Input::Quit => self.quit(&mut effects),
             Input::Jobs(count) => self.jobs = count,
+            Input::Agents(count) => self.agents = count,
         }
         self.flush(&mut effects);
         self.sync_queue();
