@@ -106,6 +106,7 @@ async fn interactive(
     }
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
+    spawn_mcp_notices(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
     }
@@ -196,6 +197,30 @@ fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
                 () = inputs.closed() => return,
+            }
+        }
+    });
+}
+
+/// Shows each MCP server notice (a server failed, was lost or gave up) as a notice line,
+/// like `dsh run`'s stderr ones. Ends when the board is gone or the UI stops listening.
+fn spawn_mcp_notices(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
+    let Some(board) = runtime.ctx().get::<dsh_mcp::McpStatusBoard>() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut cursor = 0;
+        loop {
+            let notices = tokio::select! {
+                notices = board.next_notices(&mut cursor) => notices,
+                () = inputs.closed() => return,
+            };
+            if notices.is_empty() {
+                return;
+            }
+            let lines = notices.into_iter().map(|notice| notice.message).collect();
+            if inputs.send(Input::Notice(lines)).is_err() {
+                return;
             }
         }
     });
