@@ -8,6 +8,7 @@ mod hooks;
 mod jobs;
 mod mcp;
 mod mcp_config;
+mod mcp_list;
 mod run;
 mod run_support;
 mod sessions;
