@@ -13,7 +13,6 @@ use crate::app::{
     find_session, latest_session, sessions_of, AgentStart, AppError, BootOptions, Runtime,
 };
 use crate::config::{load, Env, Settings, Source};
-use crate::tui::interactive::commands::CommandDirectory;
 use crate::tui::interactive::{
     run_terminal, AgentDriver, AgentListing, Answers, CurrentModel, DriverError, Input, OpenedHow,
     OpenedSession, SessionListing, TuiAnswerer,
@@ -34,6 +33,11 @@ use futures_util::future::BoxFuture;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
+
+mod feeds;
+use feeds::{
+    spawn_agent_count, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice, watch_commands,
+};
 
 /// Runs the interactive UI, on the session `opening` names, when stdin and stdout are a
 /// terminal; otherwise prints the help and returns the usage status, as a bare `dsh` in a
@@ -107,6 +111,7 @@ async fn interactive(
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
     spawn_agent_count(&runtime, sender.clone());
+    spawn_mcp_notices(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
     }
@@ -160,98 +165,6 @@ fn stored_session(runtime: &Runtime, opening: &Opening) -> Result<Option<Session
 fn shutdown(runtime: Arc<Runtime>) {
     if let Ok(runtime) = Arc::try_unwrap(runtime) {
         runtime.shutdown();
-    }
-}
-
-/// Probes the sandbox off the UI thread (it forks a short-lived shell) and says once what it
-/// cannot enforce.
-fn spawn_sandbox_notice(settings: &Settings, inputs: mpsc::UnboundedSender<Input>) {
-    let mode = settings.sandbox.mode.value;
-    if mode == SandboxMode::DangerFullAccess {
-        return;
-    }
-    std::thread::spawn(move || {
-        if let Some(notice) = dsh_tools_builtin::SandboxProbe::current().notice(mode) {
-            let _ = inputs.send(Input::Notice(vec![format!("note: {}", notice.message)]));
-        }
-    });
-}
-
-/// Keeps the status line's job count current: sends the live count whenever it changes,
-/// until the UI is gone.
-fn spawn_job_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
-    let Some(jobs) = runtime.ctx().get::<dsh_jobs::JobRegistry>() else {
-        return;
-    };
-    let mut changes = jobs.subscribe();
-    tokio::spawn(async move {
-        let mut shown = 0;
-        loop {
-            let live = jobs.live_count();
-            if live != shown {
-                if inputs.send(Input::Jobs(live)).is_err() {
-                    return;
-                }
-                shown = live;
-            }
-            tokio::select! {
-                changed = changes.changed() => if changed.is_err() { return },
-                () = inputs.closed() => return,
-            }
-        }
-    });
-}
-
-/// Keeps the status line's subagent count current: sends it whenever the delegation
-/// service reports a child starting or settling. Ends when the UI stops listening.
-fn spawn_agent_count(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
-    let Some(subagents) = runtime.subagents() else {
-        return;
-    };
-    let mut changes = subagents.subscribe();
-    tokio::spawn(async move {
-        let mut shown = 0;
-        loop {
-            let working = subagents.working_count();
-            if working != shown {
-                if inputs.send(Input::Agents(working)).is_err() {
-                    return;
-                }
-                shown = working;
-            }
-            tokio::select! {
-                changed = changes.changed() => if changed.is_err() { return },
-                () = inputs.closed() => return,
-            }
-        }
-    });
-}
-
-/// Keeps the UI's slash-command directory current: sends it at start and whenever a skill or
-/// command file changes (looked at once a second), with any new loading notices. Ends when
-/// the UI stops listening.
-async fn watch_commands(skills: Arc<dsh_skills::Skills>, inputs: mpsc::UnboundedSender<Input>) {
-    let mut last: Option<Arc<dsh_skills::Scan>> = None;
-    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
-    loop {
-        ticks.tick().await;
-        let scan = skills.refresh();
-        let notices: Vec<String> = skills
-            .take_notices()
-            .iter()
-            .map(|notice| format!("skills: {notice}"))
-            .collect();
-        if !notices.is_empty() && inputs.send(Input::Notice(notices)).is_err() {
-            return;
-        }
-        if last.as_ref().is_some_and(|last| Arc::ptr_eq(last, &scan)) {
-            continue;
-        }
-        let directory = CommandDirectory::with_extensions(&scan);
-        if inputs.send(Input::Commands(directory)).is_err() {
-            return;
-        }
-        last = Some(scan);
     }
 }
 

@@ -4,15 +4,22 @@
 //! server with its source file and line, transport, command or URL, and state (`enabled`,
 //! `disabled`, `shadowed` by a same-named server in a higher layer, `untrusted` when it sits
 //! in an untrusted workspace's `.mcp.json`) — plus every problem that made a server or file be
-//! skipped. It never starts a server: listing must be safe in any directory.
-
+//! skipped. Unless `--no-connect`, it then connects the enabled servers (never an untrusted
+//! or shadowed one) on a kernel holding only the tools registry and the `mcp` plugin, waits
+//! until each has settled or run out of its startup time, and shows each one's live status,
+//! tool count and last error; disposing that kernel stops the servers again.
 use super::{exit, McpCommand};
 use crate::config::{load, Env, Overrides};
 use crate::mcp_config::{self, add_server, remove_server, McpConfig, NewServer, Scope};
 use crate::trust::TrustDecision;
+use dsh_kernel::Context;
+use dsh_mcp::{McpPlugin, McpPluginConfig, McpServerStatus, McpState, McpStatusBoard};
+use dsh_tools::{ToolsConfig, ToolsPlugin};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 pub(super) fn mcp(
     command: &McpCommand,
@@ -22,7 +29,7 @@ pub(super) fn mcp(
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     match command {
-        McpCommand::List { json } => list(env, flags, cwd, *json, out),
+        McpCommand::List { json, no_connect } => list(env, flags, cwd, *json, !*no_connect, out),
         McpCommand::Add {
             name,
             url,
@@ -144,9 +151,15 @@ fn list(
     flags: &Overrides,
     cwd: &Path,
     json: bool,
+    connect: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let (config, _) = resolved(env, flags, cwd)?;
+    let live = if connect && !config.servers.is_empty() {
+        probe(&config)?
+    } else {
+        BTreeMap::new()
+    };
     // The servers an untrusted `.mcp.json` would add, shown (never started) so the person
     // sees what trusting the workspace enables.
     let untrusted: Vec<mcp_config::McpServer> = match &config.untrusted_file {
@@ -170,6 +183,12 @@ fn list(
     for server in &untrusted {
         rows.push((server, "untrusted (run `dsh trust` to enable)".to_owned()));
     }
+    // Live status belongs to the servers that were started, not to a shadowed or untrusted
+    // entry of the same name.
+    let status = |server: &mcp_config::McpServer| {
+        let started = config.servers.iter().any(|s| std::ptr::eq(s, server));
+        live.get(&server.name).filter(|_| started)
+    };
     if json {
         let servers: Vec<_> = rows
             .iter()
@@ -183,6 +202,9 @@ fn list(
                     "target": s.transport.describe(),
                     "approval": s.approval,
                     "state": state,
+                    "status": status(s).map(|l| l.state),
+                    "toolCount": status(s).map(|l| l.tool_count),
+                    "lastError": status(s).and_then(|l| l.last_error.clone()),
                 })
             })
             .collect();
@@ -215,6 +237,18 @@ fn list(
             "    source: {}:{} ({})",
             server.source, server.line, server.scope
         )?;
+        if let Some(status) = status(server) {
+            let state = serde_json::to_value(status.state)?;
+            let state = state.as_str().unwrap_or("unknown");
+            let tools = match status.tool_count {
+                1 => "1 tool".to_owned(),
+                n => format!("{n} tools"),
+            };
+            writeln!(out, "    status: {state}, {tools}")?;
+            if let Some(error) = &status.last_error {
+                writeln!(out, "    last error: {error}")?;
+            }
+        }
         if server.approval == mcp_config::Approval::Ask {
             writeln!(out, "    approval: ask (every call asks first)")?;
         }
@@ -223,4 +257,69 @@ fn list(
         writeln!(out, "problem: {problem}")?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// Extra time past a server's startup timeout before the listing stops waiting for it.
+const SETTLE_MARGIN: Duration = Duration::from_millis(500);
+
+/// Connects every enabled server of `config` on a kernel of its own (the tools registry and
+/// the `mcp` plugin, nothing that needs model credentials) and returns each server's first
+/// settled status: the first one that is not `starting`, or the last seen once its time ran
+/// out (connect plus first listing, each within the startup timeout). Servers are stopped
+/// when the kernel is disposed, and any still running when the runtime drops are killed.
+fn probe(config: &McpConfig) -> anyhow::Result<BTreeMap<String, McpServerStatus>> {
+    let row: McpPluginConfig = serde_json::from_value(config.row_config())?;
+    let deadlines: BTreeMap<String, Duration> = row
+        .servers
+        .iter()
+        .map(|s| {
+            let startup = Duration::from_millis(s.startup_timeout_ms);
+            (s.name.clone(), startup.saturating_mul(2) + SETTLE_MARGIN)
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let ctx = Context::root();
+        let result = watch(&ctx, row, &deadlines).await;
+        ctx.fiber().dispose();
+        // Let the servers see their stdin close before the runtime drops (and kills) them.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        result
+    })
+}
+
+async fn watch(
+    ctx: &Context,
+    row: McpPluginConfig,
+    deadlines: &BTreeMap<String, Duration>,
+) -> anyhow::Result<BTreeMap<String, McpServerStatus>> {
+    ctx.plugin::<ToolsPlugin>(ToolsConfig::default())
+        .map_err(|e| anyhow::anyhow!("cannot mount the tools registry: {e}"))?;
+    ctx.plugin::<McpPlugin>(row)
+        .map_err(|e| anyhow::anyhow!("cannot mount the mcp plugin: {e}"))?;
+    let board = ctx
+        .get::<McpStatusBoard>()
+        .ok_or_else(|| anyhow::anyhow!("the mcp plugin provided no status board"))?;
+    let started = Instant::now();
+    let mut settled = BTreeMap::new();
+    loop {
+        let mut waiting = false;
+        for status in board.servers() {
+            if settled.contains_key(&status.name) {
+                continue;
+            }
+            let limit = deadlines.get(&status.name).copied().unwrap_or_default();
+            if status.state != McpState::Starting || started.elapsed() >= limit {
+                settled.insert(status.name.clone(), status);
+            } else {
+                waiting = true;
+            }
+        }
+        if !waiting {
+            return Ok(settled);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }

@@ -178,11 +178,15 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
-    /// Every configured server: source file, transport, command or URL, state (never starts one)
+    /// Every configured server: source file, transport, command or URL, state, and (unless
+    /// --no-connect) its live status, tool count and last error after connecting it
     List {
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
+        /// Only show the configuration: start no server (untrusted ones never start anyway)
+        #[arg(long)]
+        no_connect: bool,
     },
     /// Add a server to settings.toml: `NAME -- CMD ARGS...` (stdio) or `NAME --url URL` (http)
     Add {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Where the npm-installed servers are (see dsh-mcp's tests and scripts/install-mcp-servers).
-fn npm_bin() -> Option<PathBuf> {
+pub(super) fn npm_bin() -> Option<PathBuf> {
     let dir = match std::env::var_os("DSH_TEST_MCP_BIN") {
         Some(dir) => PathBuf::from(dir),
         None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -66,7 +66,7 @@ fn add_and_remove_edit_settings_toml_keeping_the_rest_of_its_text() {
     assert_eq!(code, Some(1));
     assert!(err.contains("server `fs` already exists"), "{err}");
 
-    let (code, out, _) = run(&sandbox, &["mcp", "list", "--json"]);
+    let (code, out, _) = run(&sandbox, &["mcp", "list", "--json", "--no-connect"]);
     assert_eq!(code, Some(0));
     let listed: Value = serde_json::from_str(&out).unwrap();
     let rows: Vec<String> = listed["servers"]
@@ -140,7 +140,7 @@ fn untrusted_workspace(sandbox: &Sandbox) -> std::path::PathBuf {
 }
 
 fn listed_states(sandbox: &Sandbox) -> Vec<String> {
-    let (code, out, err) = run(sandbox, &["mcp", "list", "--json"]);
+    let (code, out, err) = run(sandbox, &["mcp", "list", "--json", "--no-connect"]);
     assert_eq!(code, Some(0), "{err}");
     let listed: Value = serde_json::from_str(&out).unwrap();
     listed["servers"]
@@ -209,6 +209,18 @@ async fn an_untrusted_workspace_is_ignored_with_one_notice_until_trusted() {
     assert_eq!(
         listed_states(&sandbox),
         ["marker untrusted (run `dsh trust` to enable)"]
+    );
+    // A connecting listing does not start an untrusted server either.
+    let (code, out, err) = run(&sandbox, &["mcp", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("[untrusted (run `dsh trust` to enable)]"),
+        "{out}"
+    );
+    assert!(!out.contains("status:"), "{out}");
+    assert!(
+        !marker.exists(),
+        "`dsh mcp list` started an untrusted server"
     );
 
     // Granted: `dsh trust` says what it enables; the server is configured, no notice.
