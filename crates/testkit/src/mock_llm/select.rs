@@ -173,23 +173,16 @@ fn message_text(message: &Value) -> String {
     }
 }
 
-/// Whether a non-system message of the request holds `needle` in its text (a string
-/// content, or the `text` of content parts).
+/// Whether a non-system message of the request holds `needle` in its text
+/// ([`message_text`]).
 fn conversation_mentions(body: &Value, needle: &str) -> bool {
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        return false;
-    };
-    messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
-        .any(|m| match m.get("content") {
-            Some(Value::String(text)) => text.contains(needle),
-            Some(Value::Array(parts)) => parts.iter().any(|p| {
-                p.get("text")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.contains(needle))
-            }),
-            _ => false,
+    body.get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|messages| {
+            messages
+                .iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+                .any(|m| message_text(m).contains(needle))
         })
 }
 
