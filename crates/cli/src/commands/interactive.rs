@@ -36,7 +36,8 @@ use tokio::sync::mpsc;
 
 mod feeds;
 use feeds::{
-    spawn_agent_count, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice, watch_commands,
+    spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
+    watch_commands,
 };
 
 /// Runs the interactive UI, on the session `opening` names, when stdin and stdout are a
@@ -111,6 +112,7 @@ async fn interactive(
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
     spawn_agent_count(&runtime, sender.clone());
+    spawn_child_list(&runtime, sender.clone());
     spawn_mcp_notices(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
