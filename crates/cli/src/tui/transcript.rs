@@ -13,8 +13,8 @@ mod subagents;
 
 pub use compaction::{Compacted, CompactionCard, CompactionState, PruneNote};
 pub use subagents::{
-    card_lines as subagent_card_lines, live_child_lines, LiveChild, Settlement, SubagentCard,
-    SubagentEvent, REPORT_PREVIEW_LINES,
+    card_lines as subagent_card_lines, child_transcript_lines, live_child_lines, LiveChild,
+    Settlement, SubagentCard, SubagentEvent, REPORT_PREVIEW_LINES,
 };
 
 use super::context::ContextFill;

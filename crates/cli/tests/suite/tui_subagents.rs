@@ -228,3 +228,41 @@ fn working_children_are_listed_above_the_input_until_they_settle() {
     state.reduce(Input::Children(Vec::new()));
     assert!(!screen(&state, 8).contains('◇'));
 }
+
+#[test]
+fn agents_id_prints_the_childs_conversation_between_labelled_rules() {
+    use dsh_cli::tui::interactive::{AgentTranscript, Effect};
+    use dsh_protocol::SessionId;
+    let mut state = new_state(60);
+    assert_eq!(type_text(&mut state, "/agents child"), Vec::<Effect>::new());
+    let effects = state.reduce(key(crossterm::event::KeyCode::Enter));
+    assert_eq!(actions(effects), [Effect::ViewAgent("child".into())]);
+
+    let mut child = Log::default();
+    let mut events = child.turn_start(1);
+    events.push(child.user("grep it"));
+    events.push(child.assistant("3 callers"));
+    events.extend(child.turn_end(1, json!({"kind": "completed"})));
+    let printed = scrollback(&state.reduce(Input::AgentTranscript(AgentTranscript {
+        id: SessionId::new("c-1"),
+        label: "find callers".into(),
+        events,
+        seeded: 2,
+    })));
+    assert_eq!(
+        printed,
+        [
+            "",
+            "── subagent c-1 · find callers · read-only ─────────────────",
+            "(it started from 2 events of its parent's history, not shown)",
+            "› grep it",
+            "",
+            "• 3 callers",
+            "",
+            "─ turn 1 completed",
+            "── end of subagent c-1 · dsh --resume c-1 continues it ─────",
+        ]
+    );
+    // The session on screen is unchanged.
+    assert_eq!(state.session().map(|s| s.as_str()), Some(SESSION));
+}

@@ -300,3 +300,45 @@ pub fn live_child_lines(children: &[LiveChild], width: usize) -> Vec<Line<'stati
         })
         .collect()
 }
+
+/// `/agents ID`: a subagent's conversation between two labelled rules, read-only.
+pub fn child_transcript_lines(
+    view: &crate::tui::interactive::AgentTranscript,
+    width: u16,
+) -> Vec<Line<'static>> {
+    let columns = usize::from(width);
+    let label = if view.label.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", clean(&view.label))
+    };
+    let head = format!("── subagent {}{label} · read-only ", view.id);
+    let rule = |text: String| {
+        let fill = columns.saturating_sub(text.width());
+        Line::styled(
+            truncate(&format!("{text}{}", "─".repeat(fill)), columns),
+            Style::new().fg(Color::Cyan),
+        )
+    };
+    let mut lines = vec![rule(head)];
+    if view.seeded > 0 {
+        lines.push(Line::styled(
+            format!(
+                "(it started from {} events of its parent's history, not shown)",
+                view.seeded
+            ),
+            dim(),
+        ));
+    }
+    let transcript = Transcript::from_events(view.events.iter().map(AsRef::as_ref));
+    let body = crate::tui::transcript_lines(&transcript, width);
+    if body.is_empty() {
+        lines.push(Line::styled("(nothing yet)", dim()));
+    }
+    lines.extend(body);
+    lines.push(rule(format!(
+        "── end of subagent {} · dsh --resume {} continues it ",
+        view.id, view.id
+    )));
+    lines
+}

@@ -9,13 +9,13 @@
 mod keys;
 
 use super::commands::{CommandDirectory, CommandEntry};
-use super::driver::{OpenedHow, OpenedSession};
+use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::text::wrap;
 use crate::tui::{
-    entry_lines, live_child_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine,
-    InputBox, LiveChild, RunState, ToolState, Transcript,
+    child_transcript_lines, entry_lines, live_child_lines, ApprovalPrompt, ContextFill, Detail,
+    Entry, EscalationLine, InputBox, LiveChild, RunState, ToolState, Transcript,
 };
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
@@ -78,6 +78,8 @@ pub enum Input {
     Agents(usize),
     /// The subagents working now, for the live list above the input.
     Children(Vec<LiveChild>),
+    /// A subagent's transcript to show, read-only (`/agents ID`).
+    AgentTranscript(AgentTranscript),
 }
 
 /// Something the runner must do.
@@ -99,6 +101,8 @@ pub enum Effect {
     SetModel(String),
     ListSessions,
     ListAgents,
+    /// Show one subagent's transcript read-only; it comes back as [`Input::AgentTranscript`].
+    ViewAgent(String),
     Resume(String),
     Fork,
     NewSession,
@@ -333,6 +337,10 @@ impl InteractiveState {
             Input::Jobs(count) => self.jobs = count,
             Input::Agents(count) => self.agents = count,
             Input::Children(children) => self.children = children,
+            Input::AgentTranscript(view) => {
+                let lines = child_transcript_lines(&view, self.width);
+                self.note(lines, &mut effects);
+            }
         }
         self.flush(&mut effects);
         self.sync_queue();
