@@ -24,4 +24,5 @@ mod tui_support;
 mod tui_tmux;
 mod tui_tmux_compact;
 mod tui_tmux_mcp;
+mod tui_tmux_subagents;
 mod tui_tmux_trust;

@@ -260,7 +260,7 @@ fn agents_id_prints_the_childs_conversation_between_labelled_rules() {
             "• 3 callers",
             "",
             "─ turn 1 completed",
-            "── end of subagent c-1 · dsh --resume c-1 continues it ─────",
+            "── end of subagent c-1 (read-only) ─────────────────────────",
         ]
     );
     // The session on screen is unchanged.

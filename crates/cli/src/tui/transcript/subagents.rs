@@ -336,9 +336,6 @@ pub fn child_transcript_lines(
         lines.push(Line::styled("(nothing yet)", dim()));
     }
     lines.extend(body);
-    lines.push(rule(format!(
-        "── end of subagent {} · dsh --resume {} continues it ",
-        view.id, view.id
-    )));
+    lines.push(rule(format!("── end of subagent {} (read-only) ", view.id)));
     lines
 }
