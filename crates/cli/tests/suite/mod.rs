@@ -15,6 +15,7 @@ mod sessions;
 mod skills;
 mod streams;
 mod subagents;
+mod subagents_e2e;
 mod tui_binary;
 mod tui_compact;
 mod tui_runner;

@@ -1,0 +1,327 @@
+//! The whole delegation story through the real binary: a parent starts two background
+//! children and a background command, keeps working, and ends with both children's reports
+//! and the command's output; then the same run killed with SIGKILL while all of it runs,
+//! after which every log verifies, the parent resumes to completion and no process of the
+//! killed run is left. The mock answers each agent by what its conversation holds.
+
+use super::run_support::*;
+use dsh_testkit::checks::assert_log_ok;
+use dsh_testkit::mock_llm::{Reply, RuleMatch, Script};
+use dsh_testkit::normalize::outline;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// A hang guard for conditions the test waits on; never a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// `command` is the background command; `child_delay_ms` how long each child's model call
+/// takes to answer.
+fn script(command: &str, child_delay_ms: u64) -> Script {
+    let parent = || RuleMatch::any().contains("PARENT");
+    Script::new()
+        .rule(
+            RuleMatch::any().contains("CHILD-A task"),
+            Reply::text("A-REPORT: a.rs has 2 callers").head_delay_ms(child_delay_ms),
+        )
+        .rule(
+            RuleMatch::any().contains("CHILD-B task"),
+            Reply::text("B-REPORT: b.rs has 1 caller").head_delay_ms(child_delay_ms),
+        )
+        // The command's completion notice: read its output (once).
+        .rule(
+            parent()
+                .contains("Read its output with job_output")
+                .lacks("done\n[status"),
+            Reply::tool_call("job_output", json!({"job_id": "bash-1"})),
+        )
+        .rule(
+            parent().contains("Background subagent"),
+            Reply::text("PARENT noted"),
+        )
+        .rule(
+            parent().contains("done\n[status"),
+            Reply::text("PARENT read the output"),
+        )
+        .rule(
+            parent().contains("parent-work"),
+            Reply::text("PARENT did its own part"),
+        )
+        // Keeps working while they run: a foreground command of its own.
+        .rule(
+            parent().contains("started background job bash-1"),
+            Reply::tool_call(
+                "bash",
+                json!({"command": "echo parent-work", "description": "Own work"}),
+            ),
+        )
+        .rule(
+            parent(),
+            Reply::default()
+                .with_tool_call(
+                    "subagent",
+                    json!({"description": "helper A", "prompt": "CHILD-A task: look at a.rs"}),
+                )
+                .with_tool_call(
+                    "subagent",
+                    json!({"description": "helper B", "prompt": "CHILD-B task: look at b.rs"}),
+                )
+                .with_tool_call(
+                    "bash",
+                    json!({"command": command, "description": "Wait, then say done", "run_in_background": true}),
+                ),
+        )
+}
+
+fn run_args(prompt: &str) -> Vec<&str> {
+    vec!["run", "--json", "--approval", "never", prompt]
+}
+
+#[tokio::test]
+async fn two_background_children_and_a_background_command_all_report_back() {
+    let server = serve(script("sleep 1; echo done", 300)).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let output = sandbox.dsh(&run_args("PARENT: delegate two helpers")).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let lines = json_lines(&output);
+    let id = lines[0]["id"].as_str().unwrap().to_owned();
+    let events = sandbox.events(&id);
+    assert_log_ok(&events);
+    let outline = outline(&events);
+    // The first step, as the model asked for it, is fixed.
+    let calls: Vec<&String> = outline
+        .iter()
+        .filter(|l| l.starts_with("tool/call"))
+        .collect();
+    assert!(calls[0].contains(" subagent {"), "{outline:#?}");
+    assert!(calls[1].contains(" subagent {"), "{outline:#?}");
+    assert!(calls[2].contains(" bash {"), "{outline:#?}");
+    // The rest arrives in whatever order the children and the command finish, so the log is
+    // compared as the set of what it says: every prompt, notice and tool result, none
+    // missing and none extra; every answer one the script gives; every turn completed.
+    let said = |prefixes: &[&str]| -> Vec<String> {
+        let mut lines: Vec<String> = outline
+            .iter()
+            .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
+            .map(|l| {
+                let l = l.split(" +usage").next().unwrap_or(l);
+                let l = l.split(" cites [").next().unwrap_or(l);
+                ids_as_child(l)
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let mut expected = vec![
+        "user: PARENT: delegate two helpers",
+        "tool/result started subagent <child>",
+        "tool/result started subagent <child>",
+        "tool/result started background job bash-1",
+        "tool/result parent-work\n",
+        "user: Background subagent <child> finished and will do no further work unless you send it more. Its closing message: A-REPORT: a.rs has 2 callers",
+        "user: Background subagent <child> finished and will do no further work unless you send it more. Its closing message: B-REPORT: b.rs has 1 caller",
+        "user: background job bash-1 (bash: sleep 1; echo done) finished [status: completed, exit code: 0]. Read its output with job_output.",
+        "tool/result done\n[status: completed, exit code: 0]",
+    ];
+    expected.sort_unstable();
+    assert_eq!(said(&["user:", "tool/result"]), expected, "{outline:#?}");
+    let answers = said(&["assistant:"]);
+    let job_reads = answers
+        .iter()
+        .filter(|a| a.ends_with(" job_output>"))
+        .count();
+    assert_eq!(job_reads, 1, "{answers:#?}");
+    assert!(
+        answers.iter().all(|a| a.contains("<call ")
+            || [
+                "assistant: PARENT did its own part",
+                "assistant: PARENT noted",
+                "assistant: PARENT read the output"
+            ]
+            .contains(&a.as_str())),
+        "{answers:#?}"
+    );
+    let ends = turn_ends(&events);
+    assert!(
+        ends.iter().all(|e| *e == json!({"kind": "completed"})),
+        "{ends:?}"
+    );
+    // Every turn completed, and the run ended once the whole tree was at rest.
+    assert_eq!(lines.last().unwrap()["outcome"]["kind"], "completed");
+    server.shutdown().await;
+}
+
+/// `text` with each session id (a UUID, with or without `session-`) as `<child>`.
+fn ids_as_child(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split(' ') {
+        let bare = word.trim_start_matches("session-");
+        let is_id = bare.len() == 36 && bare.chars().filter(|c| *c == '-').count() == 4;
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(if is_id { "<child>" } else { word });
+    }
+    out
+}
+
+/// `/proc/PID/stat` fields after the command name: state, ppid, pgrp, ...
+fn stat(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+fn alive(pid: i32) -> bool {
+    stat(pid).is_some_and(|fields| fields.first().is_some_and(|s| s != "Z"))
+}
+
+/// Every live process below `root` (children, their children, ...).
+fn descendants(root: i32) -> Vec<i32> {
+    let pids: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let fields = stat(pid)?;
+            (fields.first()? != "Z").then_some(())?;
+            Some((pid, fields.get(1)?.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            pids.iter()
+                .filter(|(_, ppid)| *ppid == parent)
+                .map(|(pid, _)| *pid),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn read_pid(path: &std::path::Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[tokio::test]
+async fn a_sigkill_mid_run_leaves_no_process_and_every_log_verifies_and_resumes() {
+    let command = "sleep 300 & echo $! > grandchild.pid; echo $$ > shell.pid; wait; echo done";
+    let server = serve(script(command, 20_000)).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let mut dsh = sandbox
+        .command(&run_args("PARENT: delegate two helpers"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(dsh.id()).unwrap();
+    let cwd = sandbox.cwd.path().to_path_buf();
+    // Mid-way: both children wait on their model call, the command runs, the parent is idle
+    // and the run waits for the tree.
+    let deadline = Instant::now() + PATIENCE;
+    let (shell, grandchild) = loop {
+        let requests = server.requests();
+        let first_user = |body: &Value| {
+            body["messages"]
+                .as_array()
+                .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+                .map(|m| m["content"].to_string())
+                .unwrap_or_default()
+        };
+        let children_asked = requests
+            .iter()
+            .filter(|r| first_user(&r.body).contains("task: look at"))
+            .count();
+        let parent_done = requests
+            .iter()
+            .any(|r| r.body.to_string().contains("parent-work"));
+        if let (Some(shell), Some(grandchild), 2, true) = (
+            read_pid(&cwd.join("shell.pid")),
+            read_pid(&cwd.join("grandchild.pid")),
+            children_asked,
+            parent_done,
+        ) {
+            break (shell, grandchild);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never got going: {children_asked} child requests, parent done: {parent_done}"
+        );
+        assert!(dsh.try_wait().unwrap().is_none(), "dsh exited early");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let below = descendants(pid);
+    assert!(
+        below.contains(&shell) && below.contains(&grandchild),
+        "{below:?}"
+    );
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let status = tokio::task::spawn_blocking(move || dsh.wait_with_output().unwrap())
+        .await
+        .unwrap()
+        .status;
+    assert_eq!(status.code(), None, "killed by a signal");
+    // Nothing of the run is left: every process that was below dsh is gone.
+    let deadline = Instant::now() + PATIENCE;
+    while below.iter().any(|pid| alive(*pid)) {
+        let left: Vec<i32> = below.iter().copied().filter(|p| alive(*p)).collect();
+        assert!(Instant::now() < deadline, "survived dsh: {left:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let verify = sandbox.dsh(&["sessions", "verify", "--all"]).await;
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}{}",
+        text(&verify.stdout),
+        text(&verify.stderr)
+    );
+    // Three sessions: the parent and its two children, linked.
+    let listed = text(&sandbox.dsh(&["sessions", "list"]).await.stdout);
+    let rows: Vec<&str> = listed.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{listed}");
+    let parent = rows[0].split_whitespace().next().unwrap().to_owned();
+    assert!(rows[1..].iter().all(|r| r.starts_with("  ")), "{listed}");
+
+    // The parent resumes and completes; it is told its children were interrupted.
+    let resumed = sandbox
+        .dsh(&["run", "--json", "--resume", &parent, "PARENT: carry on"])
+        .await;
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}{}",
+        text(&resumed.stdout),
+        text(&resumed.stderr)
+    );
+    let events = sandbox.events(&parent);
+    assert_log_ok(&events);
+    let told: Vec<Value> = events
+        .iter()
+        .filter(|e| e.type_name() == "user/message")
+        .map(|e| e.data.to_value())
+        .filter(|m| m["source"]["plugin"] == "subagents")
+        .collect();
+    assert_eq!(told.len(), 1, "{told:#?}");
+    let notice = told[0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        notice.matches("was interrupted before it finished").count(),
+        2,
+        "{notice}"
+    );
+    let ends = turn_ends(&events);
+    assert_eq!(ends.last(), Some(&json!({"kind": "completed"})), "{ends:?}");
+    server.shutdown().await;
+}
