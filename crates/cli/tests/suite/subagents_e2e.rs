@@ -11,6 +11,9 @@ use dsh_testkit::normalize::outline;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
+/// The runtime-context entry every child reads.
+const DELEGATION: &str = "You are a subagent: another agent started you to do one task, and no person is watching this conversation. Your sandbox and tools are fixed for you; any request for approval or for more access is refused automatically. When a limit stops you, do not retry: say what you could not do and why in your result, so the agent that started you can decide.";
+
 /// A hang guard for conditions the test waits on; never a timing assertion.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -323,5 +326,102 @@ async fn a_sigkill_mid_run_leaves_no_process_and_every_log_verifies_and_resumes(
     );
     let ends = turn_ends(&events);
     assert_eq!(ends.last(), Some(&json!({"kind": "completed"})), "{ends:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_childs_sandbox_escalation_is_refused_with_a_message_its_model_reads() {
+    let refusal = "approval prompts are off in this session (approval policy never)";
+    let script = Script::new()
+        .rule(
+            RuleMatch::any().contains("CHILD-E task").contains(refusal),
+            Reply::text("CHILD-E could not write outside the workspace"),
+        )
+        .rule(
+            RuleMatch::any().contains("CHILD-E task"),
+            Reply::tool_call(
+                "bash",
+                json!({"command": "touch /etc/dsh-escalation-test", "description": "Write outside",
+                    "sandbox_permissions": "danger-full-access",
+                    "justification": "The task needs a file in /etc."}),
+            ),
+        )
+        .rule(
+            RuleMatch::any()
+                .contains("PARENT-E")
+                .contains("CHILD-E could not"),
+            Reply::text("PARENT-E heard why"),
+        )
+        .rule(
+            RuleMatch::any().contains("PARENT-E"),
+            Reply::tool_call(
+                "subagent",
+                json!({"description": "write etc", "prompt": "CHILD-E task: write /etc/x",
+                    "run_in_background": false}),
+            ),
+        );
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    // The parent's own policy would ask a person (the default); the child's is `never`.
+    let output = sandbox
+        .dsh(&["run", "--json", "PARENT-E: delegate a write"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let lines = json_lines(&output);
+    let child = lines
+        .iter()
+        .find(|l| l["type"] == "child")
+        .and_then(|l| l["session"].as_str())
+        .unwrap()
+        .to_owned();
+    let events = sandbox.events(&child);
+    assert_log_ok(&events);
+    let outline: Vec<String> = outline(&events)
+        .into_iter()
+        .filter(|l| {
+            [
+                "user:",
+                "assistant:",
+                "tool/result",
+                "turn/end",
+                "approval/",
+                "sandbox/",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .map(|l| ids_as_child(l.split(" +usage").next().unwrap_or(&l)))
+        .map(|l| l.split(" cites [").next().unwrap_or(&l).to_owned())
+        .collect();
+    let call = outline[4].clone();
+    assert!(
+        call.starts_with("assistant: <call ") && call.ends_with(" bash>"),
+        "{outline:#?}"
+    );
+    assert_eq!(
+        outline,
+        [
+            "sandbox/mode".to_owned(),
+            "approval/policy".into(),
+            "user: CHILD-E task: write /etc/x".into(),
+            format!("user: Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n{DELEGATION}"),
+            call,
+            // The model reads this (the mock answers the next request by it).
+            format!("tool/result ERR Error: the command was not run: {refusal}, so its \"workspace-write\" sandbox mode is fixed and the sandbox's denial is final. Do not set sandbox_permissions again; tell the user what you needed and why. [ESCALATION_DISABLED]"),
+            "assistant: CHILD-E could not write outside the workspace".into(),
+            "turn/end 1 completed".into(),
+        ]
+    );
+    // Nothing ran outside the sandbox, and the parent got the child's explanation.
+    assert!(!std::path::Path::new("/etc/dsh-escalation-test").exists());
+    let parent = sandbox.events(lines[0]["id"].as_str().unwrap());
+    let answer = parent
+        .iter()
+        .filter_map(|e| match &e.data {
+            dsh_session::EventData::AssistantMessage(m) => Some(m.message.text()),
+            _ => None,
+        })
+        .last();
+    assert_eq!(answer.as_deref(), Some("PARENT-E heard why"));
     server.shutdown().await;
 }
