@@ -425,3 +425,163 @@ async fn a_childs_sandbox_escalation_is_refused_with_a_message_its_model_reads()
     assert_eq!(answer.as_deref(), Some("PARENT-E heard why"));
     server.shutdown().await;
 }
+
+/// The names of the tools a request offers.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The text of a request's first user message (the task, for a child).
+fn first_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+fn system_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "system"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_cold_resumed_child_keeps_the_persona_and_tool_filter_it_was_started_with() {
+    let persona = "You are the PERSONA-X reviewer.";
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        format!(
+            "[[plugins]]\nid = \"subagents\"\nconfig = {{ persona = {persona:?}, toolFilter = {{ deny = [\"list_agents\"] }} }}\n"
+        ),
+    )
+    .unwrap();
+    let first = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().contains("CHILD-P task"),
+                Reply::text("CHILD-P first pass done"),
+            )
+            .rule(
+                RuleMatch::any()
+                    .contains("PARENT-P")
+                    .contains("Background subagent"),
+                Reply::text("PARENT-P noted"),
+            )
+            .rule(
+                RuleMatch::any()
+                    .contains("PARENT-P")
+                    .contains("started subagent"),
+                Reply::text("PARENT-P waits"),
+            )
+            .rule(
+                RuleMatch::any().contains("PARENT-P"),
+                Reply::tool_call(
+                    "subagent",
+                    json!({"description": "review", "prompt": "CHILD-P task: review a.rs"}),
+                ),
+            ),
+    )
+    .await;
+    let mut sandbox = sandbox.with_server(&first);
+    let output = sandbox.dsh(&run_args("PARENT-P: get a review")).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let lines = json_lines(&output);
+    let parent = lines[0]["id"].as_str().unwrap().to_owned();
+    let child = lines
+        .iter()
+        .find(|l| l["type"] == "child")
+        .and_then(|l| l["session"].as_str())
+        .unwrap()
+        .to_owned();
+    let child_first = first
+        .requests()
+        .into_iter()
+        .find(|r| first_user_text(&r.body).contains("CHILD-P task"))
+        .unwrap();
+    assert!(
+        system_text(&child_first.body).contains(persona),
+        "{}\n{}",
+        system_text(&child_first.body),
+        text(&output.stderr)
+    );
+    assert!(!offered(&child_first.body).contains(&"list_agents".to_owned()));
+    first.shutdown().await;
+
+    // A new process whose settings give children no persona and no filter: the stored child
+    // is resumed from the store by `send_message` and keeps its own.
+    std::fs::remove_file(sandbox.home.path().join("settings.toml")).unwrap();
+    let second = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().contains("CHILD-P task"),
+                Reply::text("CHILD-P second pass done"),
+            )
+            .rule(
+                RuleMatch::any()
+                    .contains("PARENT-P")
+                    .contains("second pass"),
+                Reply::text("PARENT-P noted again"),
+            )
+            .rule(
+                RuleMatch::any()
+                    .contains("PARENT-P")
+                    .contains("message queued"),
+                Reply::text("PARENT-P waits again"),
+            )
+            .rule(
+                RuleMatch::any().contains("PARENT-P"),
+                Reply::tool_call(
+                    "send_message",
+                    json!({"subagent_id": child, "message": "CHILD-P: look again"}),
+                ),
+            ),
+    )
+    .await;
+    sandbox.base_url = Some(second.base_url());
+    let output = sandbox
+        .dsh(&run_args_resume(&parent, "PARENT-P: ask it again"))
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let child_again = second
+        .requests()
+        .into_iter()
+        .find(|r| {
+            first_user_text(&r.body).contains("CHILD-P task")
+                && r.body.to_string().contains("CHILD-P: look again")
+        })
+        .unwrap();
+    assert!(
+        system_text(&child_again.body).contains(persona),
+        "{}",
+        system_text(&child_again.body)
+    );
+    let tools = offered(&child_again.body);
+    assert!(!tools.contains(&"list_agents".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"report".to_owned()), "{tools:?}");
+    // The parent itself never had either.
+    let parent_request = second.requests().into_iter().next().unwrap();
+    assert!(!system_text(&parent_request.body).contains(persona));
+    assert!(offered(&parent_request.body).contains(&"list_agents".to_owned()));
+    second.shutdown().await;
+}
+
+fn run_args_resume<'a>(id: &'a str, prompt: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "--json",
+        "--approval",
+        "never",
+        "--resume",
+        id,
+        prompt,
+    ]
+}
