@@ -125,3 +125,64 @@ async fn a_background_child_in_a_real_terminal() {
     assert_eq!(turn_end_kinds(&child.events), ["completed"]);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn clear_disposes_the_old_sessions_working_children() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    // The child's model call does not answer while the test runs.
+    let server = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().contains("CHILD task"),
+                Reply::text("too late").head_delay_ms(60_000),
+            )
+            .rule(
+                RuleMatch::any()
+                    .contains("PARENT")
+                    .contains("started subagent"),
+                Reply::text("PARENT waits for the helper"),
+            )
+            .rule(
+                RuleMatch::any().contains("PARENT"),
+                Reply::tool_call(
+                    "subagent",
+                    json!({"description": "slow helper", "prompt": "CHILD task: take your time"}),
+                ),
+            ),
+    )
+    .await;
+    let sandbox = Arc::new(Sandbox::new().with_server(&server));
+    let in_pane = sandbox.clone();
+    let (working, cleared, ended) = tokio::task::spawn_blocking(move || {
+        let tmux = Tmux::start(&in_pane);
+        tmux.enter("PARENT: delegate slowly");
+        tmux.wait_for("PARENT waits for the helper");
+        let working = tmux.wait_for("idle · 1 agent ·");
+        tmux.enter("/clear");
+        tmux.wait_for("new session");
+        let cleared = tmux.wait_for("idle · deepseek-v4-flash");
+        (working, cleared, tmux.quit())
+    })
+    .await
+    .unwrap();
+    assert!(working.contains("◇ slow helper  "), "{working}");
+    let status = cleared
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("idle"))
+        .unwrap();
+    assert!(!status.contains("agent"), "{cleared}");
+    assert!(!cleared.contains("· working"), "{cleared}");
+    assert!(ended, "dsh did not exit after Ctrl-C twice");
+    // The child's turn was ended by the disposal, durably.
+    let sessions = stored(&sandbox.sessions_root());
+    let child = sessions
+        .iter()
+        .find(|s| s.header.parent_session.is_some())
+        .unwrap();
+    assert_eq!(turn_end_kinds(&child.events), ["aborted"]);
+    server.shutdown().await;
+}
