@@ -415,13 +415,10 @@ async fn a_childs_sandbox_escalation_is_refused_with_a_message_its_model_reads()
     // Nothing ran outside the sandbox, and the parent got the child's explanation.
     assert!(!std::path::Path::new("/etc/dsh-escalation-test").exists());
     let parent = sandbox.events(lines[0]["id"].as_str().unwrap());
-    let answer = parent
-        .iter()
-        .filter_map(|e| match &e.data {
-            dsh_session::EventData::AssistantMessage(m) => Some(m.message.text()),
-            _ => None,
-        })
-        .last();
+    let answer = parent.iter().rev().find_map(|e| match &e.data {
+        dsh_session::EventData::AssistantMessage(m) => Some(m.message.text()),
+        _ => None,
+    });
     assert_eq!(answer.as_deref(), Some("PARENT-E heard why"));
     server.shutdown().await;
 }
