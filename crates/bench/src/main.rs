@@ -19,6 +19,7 @@ mod session_list;
 mod session_resume;
 mod stats;
 mod store_append;
+mod subagents;
 mod token_meter;
 mod tool_loop;
 mod workload;
@@ -86,6 +87,11 @@ const BENCHES: &[Bench] = &[
         name: "agents-1000",
         about: "1,000 agents run a 3-step turn at once (budget: <= 100 KiB RSS per idle agent)",
         run: agents_many::run,
+    },
+    Bench {
+        name: "subagents",
+        about: "100 continuable children x 3 tool steps at once (budgets: <= 58 us/child step, <= 150 KiB per idle child, <= 1 ms to start one)",
+        run: subagents::run,
     },
     Bench {
         name: "token-meter",

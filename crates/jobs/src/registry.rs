@@ -85,6 +85,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     version: watch::Sender<u64>,
     aliases: Mutex<Vec<(u64, Arc<dyn JobAliasResolver>)>>,
+    /// Consecutive wakes spent per agent: one budget for every source of automatic wakes.
+    wakes: Mutex<HashMap<SessionId, u32>>,
 }
 
 #[derive(Default)]
@@ -100,7 +102,6 @@ pub(crate) struct Owner {
     pub(crate) counters: HashMap<JobKind, u64>,
     /// In start order.
     pub(crate) jobs: Vec<Job>,
-    spent_wakes: u32,
     disposing: bool,
     /// Ties the owner's jobs to its scope's unwinding.
     effect: Option<Disposer>,
@@ -149,6 +150,7 @@ impl JobRegistry {
                 state: Mutex::new(State::default()),
                 version,
                 aliases: Mutex::new(Vec::new()),
+                wakes: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -227,7 +229,6 @@ impl JobRegistry {
                 agent: Arc::downgrade(owner),
                 counters: HashMap::new(),
                 jobs: Vec::new(),
-                spent_wakes: 0,
                 disposing: false,
                 effect: None,
             });
@@ -473,9 +474,21 @@ impl JobRegistry {
 
     /// A user message reached `owner`: its wake budget is full again.
     pub fn note_user_message(&self, owner: &SessionId) {
-        if let Some(entry) = lock(&self.shared.state).owners.get_mut(owner) {
-            entry.spent_wakes = 0;
-        }
+        lock(&self.shared.wakes).remove(owner);
+    }
+
+    /// The wake rule, one budget per agent for everything that wakes an idle agent on its
+    /// own (a job's completion here; a subagent's settlement or report in `dsh-subagents`):
+    /// `true` spends one wake of `agent` — it is idle and fewer than `maxConsecutiveWakes`
+    /// wakes went to it since a person's last message — and the caller wakes it; `false`:
+    /// the caller injects instead.
+    pub fn spend_wake(&self, agent: &SessionId, idle: bool) -> bool {
+        self.shared.spend_wake(agent, idle)
+    }
+
+    /// The consecutive-wake budget (`maxConsecutiveWakes`).
+    pub fn max_consecutive_wakes(&self) -> u32 {
+        self.shared.settings.max_consecutive_wakes
     }
 
     /// Live (running or stopping) jobs of every owner.
@@ -519,12 +532,26 @@ impl JobRegistry {
     /// Kills `owner`'s jobs (no notices), waits until each settled, and forgets them. What
     /// an owner's disposal does; callable earlier by an owner that wants to wait.
     pub async fn dispose_owner(&self, owner: &SessionId) {
+        lock(&self.shared.wakes).remove(owner);
         Shared::begin_owner_disposal(&self.shared, owner);
         Shared::await_owner(&self.shared, owner).await;
     }
 }
 
 impl Shared {
+    fn spend_wake(&self, agent: &SessionId, idle: bool) -> bool {
+        if !idle {
+            return false;
+        }
+        let mut wakes = lock(&self.wakes);
+        let spent = wakes.entry(agent.clone()).or_insert(0);
+        if *spent >= self.settings.max_consecutive_wakes {
+            return false;
+        }
+        *spent += 1;
+        true
+    }
+
     pub(crate) fn bump(&self) {
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -668,20 +695,8 @@ impl Shared {
     fn deliver(shared: &Arc<Shared>, agent: &Arc<dyn Agent>, snapshot: &JobSnapshot) {
         let message = notice::completion_message(snapshot);
         let idle = agent.status() == AgentStatus::Idle;
-        let wake = {
-            let mut state = lock(&shared.state);
-            match state.owners.get_mut(agent.id()) {
-                Some(entry)
-                    if shared.settings.delivery == Delivery::Wakeup
-                        && idle
-                        && entry.spent_wakes < shared.settings.max_consecutive_wakes =>
-                {
-                    entry.spent_wakes += 1;
-                    true
-                }
-                _ => false,
-            }
-        };
+        let wake =
+            shared.settings.delivery == Delivery::Wakeup && shared.spend_wake(agent.id(), idle);
         let sent = if wake {
             agent.followup(message.clone())
         } else {

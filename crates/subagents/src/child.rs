@@ -2,7 +2,9 @@
 //! policy and scoped world (tool environment, runtime context, persona, tool filter, the
 //! `report` tool of a continuable child, the one-shot descriptor).
 
-use crate::descriptor::{SubagentDescriptor, SubagentMode, SUBAGENT_DESCRIPTOR_VERSION};
+use crate::descriptor::{
+    fold_descriptor, SubagentDescriptor, SubagentMode, SUBAGENT_DESCRIPTOR_VERSION,
+};
 use crate::error::SubagentError;
 use crate::service::Inner;
 use crate::tools::report::{Report, REPORT_SECTION, REPORT_SECTION_TEXT};
@@ -254,11 +256,6 @@ fn compose(
                 ),
             )?
             .forget();
-        if let Some(persona) = &descriptor.persona.clone().or(inner.config.persona.clone()) {
-            prompt
-                .section(ctx, Section::new(PERSONA_SECTION, 0.0, persona.clone()))?
-                .forget();
-        }
         if descriptor.mode == SubagentMode::Continuable {
             prompt
                 .section(
@@ -268,22 +265,26 @@ fn compose(
                 .forget();
         }
     }
+    if fresh {
+        shape(inner, ctx, descriptor)?;
+    } else {
+        // A cold resume: the persona and tool filter the child was started with are in its
+        // own descriptor, which is known once its log is loaded (before its first step).
+        let inner = inner.clone();
+        let placeholder = descriptor.clone();
+        ctx.on::<SessionStart>(move |event| {
+            let session = event.agent.session();
+            let seeded = session.header().seed_length.unwrap_or(0) as usize;
+            let events = session.events();
+            let stored = match fold_descriptor(events.get(seeded..).unwrap_or_default()) {
+                Some(Ok(stored)) => stored,
+                _ => placeholder.clone(),
+            };
+            shape(&inner, event.agent.ctx(), &stored)
+        })?
+        .forget();
+    }
     if let Some(tools) = inner.ctx.get::<ToolRuntime>() {
-        let filter = descriptor
-            .tool_filter
-            .clone()
-            .or(inner.config.tool_filter.clone());
-        if let Some(filter) = filter {
-            tools
-                .restrict(
-                    ctx,
-                    Restriction {
-                        allow: filter.allow,
-                        deny: filter.deny,
-                    },
-                )?
-                .forget();
-        }
         if descriptor.mode == SubagentMode::Continuable {
             let report = Report::new(Arc::downgrade(inner));
             tools.register(ctx, Typed::arc(report))?.forget();
@@ -310,6 +311,39 @@ fn compose(
             }
         })?
         .forget();
+    }
+    Ok(())
+}
+
+/// The persona and tool filter `descriptor` records (the configured ones where it has none).
+fn shape(
+    inner: &Arc<Inner>,
+    ctx: &Context,
+    descriptor: &SubagentDescriptor,
+) -> Result<(), BoxError> {
+    if let Some(prompt) = inner.ctx.get::<SystemPrompt>() {
+        if let Some(persona) = &descriptor.persona.clone().or(inner.config.persona.clone()) {
+            prompt
+                .section(ctx, Section::new(PERSONA_SECTION, 0.0, persona.clone()))?
+                .forget();
+        }
+    }
+    if let Some(tools) = inner.ctx.get::<ToolRuntime>() {
+        let filter = descriptor
+            .tool_filter
+            .clone()
+            .or(inner.config.tool_filter.clone());
+        if let Some(filter) = filter {
+            tools
+                .restrict(
+                    ctx,
+                    Restriction {
+                        allow: filter.allow,
+                        deny: filter.deny,
+                    },
+                )?
+                .forget();
+        }
     }
     Ok(())
 }

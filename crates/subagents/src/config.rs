@@ -20,7 +20,9 @@ pub struct SubagentsConfig {
     /// The tools every child may (`allow`) or may not (`deny`) use. `report` stays visible
     /// to continuable children whatever `allow` says.
     pub tool_filter: Option<ToolFilter>,
-    /// Consecutive wakes of an idle parent by its children (reset by a person's message).
+    /// Consecutive wakes of an idle parent by its children (reset by a person's message),
+    /// when no `jobs` row is mounted. With one, the budget is the jobs row's, shared by job
+    /// completions and children (a different value here is refused).
     pub max_consecutive_wakes: u32,
 }
 

@@ -43,6 +43,18 @@ impl Subagents {
     /// it; everything unwinds with `ctx`'s fiber.
     pub fn install(ctx: &Context, config: SubagentsConfig) -> Result<Arc<Subagents>, BoxError> {
         config.validate()?;
+        if let Some(jobs) = ctx.get::<dsh_jobs::JobRegistry>() {
+            let shared = jobs.max_consecutive_wakes();
+            let own = config.max_consecutive_wakes;
+            if own != crate::config::DEFAULT_MAX_CONSECUTIVE_WAKES && own != shared {
+                return Err(format!(
+                    "subagents: maxConsecutiveWakes ({own}) differs from the jobs row's \
+                     ({shared}); jobs and children share one wake budget per agent, so set it \
+                     on the jobs row"
+                )
+                .into());
+            }
+        }
         let service = Arc::new(Subagents::new(ctx, config));
         let weak = Arc::downgrade(&service.inner);
         let tools = ctx.require::<ToolRuntime>()?;

@@ -128,7 +128,7 @@ impl Inner {
     }
 
     /// Delivers `message` to `parent`: an idle parent is woken (its own turn, or a step)
-    /// while its consecutive-wake budget lasts; otherwise the message is injected (a busy
+    /// while its consecutive-wake budget lasts (shared with job completions); otherwise the message is injected (a busy
     /// parent reads it at its next step, an idle one at its next turn).
     pub fn deliver(
         &self,
@@ -136,15 +136,20 @@ impl Inner {
         message: Message,
         lane: Lane,
     ) -> Result<(), AgentError> {
-        let wake = {
-            let mut state = self.state();
-            let spent = state.wakes.entry(parent.id().clone()).or_insert(0);
-            let wake =
-                parent.status() == AgentStatus::Idle && *spent < self.config.max_consecutive_wakes;
-            if wake {
-                *spent += 1;
+        let idle = parent.status() == AgentStatus::Idle;
+        // One budget per agent for every automatic wake: the jobs row's when it is mounted
+        // (job completions spend from it too), else this service's own.
+        let wake = match self.ctx.get::<dsh_jobs::JobRegistry>() {
+            Some(jobs) => jobs.spend_wake(parent.id(), idle),
+            None => {
+                let mut state = self.state();
+                let spent = state.wakes.entry(parent.id().clone()).or_insert(0);
+                let wake = idle && *spent < self.config.max_consecutive_wakes;
+                if wake {
+                    *spent += 1;
+                }
+                wake
             }
-            wake
         };
         match (wake, lane) {
             (true, Lane::NextTurn) => parent.followup(message),

@@ -14,8 +14,8 @@ use crate::app::{
 };
 use crate::config::{load, Env, Settings, Source};
 use crate::tui::interactive::{
-    run_terminal, AgentDriver, AgentListing, Answers, CurrentModel, DriverError, Input, OpenedHow,
-    OpenedSession, SessionListing, TuiAnswerer,
+    run_terminal, AgentDriver, AgentListing, AgentTranscript, Answers, CurrentModel, DriverError,
+    Input, OpenedHow, OpenedSession, SessionListing, TuiAnswerer,
 };
 use crate::tui::ContextFill;
 use dsh_agent::{
@@ -36,7 +36,8 @@ use tokio::sync::mpsc;
 
 mod feeds;
 use feeds::{
-    spawn_agent_count, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice, watch_commands,
+    spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
+    watch_commands,
 };
 
 /// Runs the interactive UI, on the session `opening` names, when stdin and stdout are a
@@ -111,6 +112,7 @@ async fn interactive(
     spawn_sandbox_notice(runtime.settings(), sender.clone());
     spawn_job_count(&runtime, sender.clone());
     spawn_agent_count(&runtime, sender.clone());
+    spawn_child_list(&runtime, sender.clone());
     spawn_mcp_notices(&runtime, sender.clone());
     if let Some(skills) = runtime.skills() {
         tokio::spawn(watch_commands(skills, sender.clone()));
@@ -645,6 +647,66 @@ impl AgentDriver for AppDriver {
             });
         }
         out
+    }
+
+    fn agent_transcript(&self, id: &str) -> BoxFuture<'_, Result<AgentTranscript, DriverError>> {
+        let query = id.to_owned();
+        Box::pin(async move {
+            let listed = self.list_agents();
+            let matches: Vec<&AgentListing> = listed
+                .iter()
+                .filter(|a| a.id.as_str() == query)
+                .chain(
+                    listed
+                        .iter()
+                        .filter(|a| a.id.as_str() != query && a.id.as_str().starts_with(&query)),
+                )
+                .collect();
+            let child = match matches.as_slice() {
+                [] => {
+                    return Err(DriverError::Failed(format!(
+                        "no subagent {query} below this session; /agents lists them"
+                    )))
+                }
+                [one, ..] if one.id.as_str() == query => *one,
+                [one] => *one,
+                _ => {
+                    return Err(DriverError::Failed(format!(
+                        "{query} names {} subagents; give more of the id",
+                        matches.len()
+                    )))
+                }
+            };
+            // A child this process holds: its log as it is now. Otherwise the stored log,
+            // read (never resumed or written).
+            let live = self
+                .runtime
+                .ctx()
+                .get::<dsh_agent::AgentRegistry>()
+                .and_then(|registry| registry.get(&child.id));
+            let (seed, events) = match live {
+                Some(agent) => (
+                    agent.session().header().seed_length,
+                    agent.session().events().to_vec(),
+                ),
+                None => {
+                    let stored = self
+                        .persistence()?
+                        .load(&child.id)
+                        .map_err(DriverError::failed)?;
+                    (stored.header.seed_length, stored.events)
+                }
+            };
+            let seeded = usize::try_from(seed.unwrap_or(0))
+                .unwrap_or(usize::MAX)
+                .min(events.len());
+            Ok(AgentTranscript {
+                id: child.id.clone(),
+                label: child.label.clone(),
+                events: events[seeded..].to_vec(),
+                seeded,
+            })
+        })
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>> {

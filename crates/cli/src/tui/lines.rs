@@ -86,6 +86,7 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
         Entry::Tool(card) => tool_lines(card, width),
         Entry::Retry(notice) => retry_lines(notice, width),
         Entry::Todos(todos) => todo_lines(todos, width),
+        Entry::Subagent(card) => super::transcript::subagent_card_lines(card, width),
         Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),
     }
 }

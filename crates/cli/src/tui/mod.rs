@@ -23,6 +23,10 @@ pub use input::{InputBox, InputView};
 pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
+    child_transcript_lines, live_child_lines, LiveChild, Settlement, SubagentCard, SubagentEvent,
+    REPORT_PREVIEW_LINES,
+};
+pub use transcript::{
     Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,
     ToolState, Transcript, TurnOutcome, UsageTotals,
 };

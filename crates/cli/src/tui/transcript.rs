@@ -9,8 +9,13 @@
 //! goes whole), since the view's text ends up on the person's terminal.
 
 mod compaction;
+mod subagents;
 
 pub use compaction::{Compacted, CompactionCard, CompactionState, PruneNote};
+pub use subagents::{
+    card_lines as subagent_card_lines, child_transcript_lines, live_child_lines, LiveChild,
+    Settlement, SubagentCard, SubagentEvent, REPORT_PREVIEW_LINES,
+};
 
 use super::context::ContextFill;
 use super::text::args_summary;
@@ -47,6 +52,8 @@ pub enum Entry {
     Compaction(CompactionCard),
     /// Old tool results cut to their head and tail.
     Pruned(PruneNote),
+    /// A background subagent started, settled or reported.
+    Subagent(SubagentCard),
     TurnEnd {
         turn: u64,
         outcome: TurnOutcome,
@@ -362,6 +369,7 @@ impl Transcript {
                 if let Some(card) = card {
                     card.state = state;
                 }
+                self.apply_subagent_link(result.meta.as_ref());
             }
             EventData::TodoWrite(write) => {
                 let mut todos = write.todos.clone();
@@ -405,6 +413,7 @@ impl Transcript {
                     notice.started = true;
                 }
             }
+            EventData::InboxSpliced(splice) => self.apply_subagent_splice(splice),
             EventData::EndSeed => self.abandon_compactions(),
             EventData::Other { .. } => {
                 self.apply_compaction(event);

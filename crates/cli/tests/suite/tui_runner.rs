@@ -382,7 +382,7 @@ async fn slash_agents_lists_the_sessions_subagents_indented_by_depth() {
          \n\
          › /agents\n\
          \n\
-         subagents (dsh --resume ID opens one):\n  \
+         subagents (/agents ID shows one's transcript):\n  \
          session-2    working      scan the ⏎ repo\n    \
          session-4  done         read docs\n  \
          session-3    interrupted  fix tests\n\

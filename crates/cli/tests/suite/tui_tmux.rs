@@ -31,6 +31,12 @@ impl Tmux {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "dsh"]).stdout).into_owned()
     }
 
+    /// The pane with the scrollback above it (up to 500 lines).
+    pub(super) fn history(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-S", "-500", "-t", "dsh"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits until the pane shows `text` and has stopped changing (a capture can land in
     /// the middle of a redraw); panics with the pane after a generous limit.
     pub(super) fn wait_for(&self, text: &str) -> String {

@@ -111,3 +111,98 @@ send_message to give it more work; do not poll it with job_output."
     );
     t.h.finish().await;
 }
+
+#[tokio::test]
+async fn job_completions_and_child_settlements_spend_one_wake_budget() {
+    let t = Tree::build(|req| {
+        if for_session(req, "agent-1") {
+            if last(req) == "go" {
+                return tool_call_response(&[
+                    (
+                        "c1",
+                        "subagent",
+                        r#"{"description":"one","prompt":"task g1"}"#,
+                    ),
+                    (
+                        "c2",
+                        "subagent",
+                        r#"{"description":"two","prompt":"task g2"}"#,
+                    ),
+                    (
+                        "c3",
+                        "subagent_fork",
+                        r#"{"description":"three","prompt":"task f1","run_in_background":true}"#,
+                    ),
+                    (
+                        "c4",
+                        "subagent_fork",
+                        r#"{"description":"four","prompt":"task f2","run_in_background":true}"#,
+                    ),
+                ]);
+            }
+            return text_response("noted");
+        }
+        let gate = ["g1", "g2", "f1", "f2"]
+            .into_iter()
+            .find(|g| mentions(req, &format!("task {g}")))
+            .unwrap();
+        if last(req) == format!("{gate} opened") {
+            return text_response(&format!("{gate} done"));
+        }
+        tool_call_response(&[("w1", "gate", &format!(r#"{{"name":"{gate}"}}"#))])
+    });
+    let parent = t.h.create_agent_named("agent-1").await.agent().clone();
+    parent.followup(msg("go")).unwrap();
+    parent.when_idle().await;
+    let turns = || {
+        outline(&parent.session().events())
+            .iter()
+            .filter(|l| l.starts_with("turn/start"))
+            .count()
+    };
+    let heard = |text: &str| {
+        outline(&parent.session().events())
+            .iter()
+            .any(|l| l.contains(text))
+    };
+    // Alternately a child's settlement and a job's completion, each on an idle parent.
+    for (gate, notice) in [
+        ("g1", "g1 done"),
+        ("f1", "background job subagent-1"),
+        ("g2", "g2 done"),
+        ("f2", "background job subagent-2"),
+    ] {
+        t.gates.open(gate);
+        until(|| heard(notice)).await;
+        parent.when_idle().await;
+    }
+    // Three wakes in all (turns 2-4); the fourth notice waits for the next turn.
+    assert_eq!(turns(), 4, "{:#?}", outline(&parent.session().events()));
+    let last_line = outline(&parent.session().events()).pop().unwrap();
+    assert!(
+        last_line.starts_with("splice next-step @0 -0 +[\"background job subagent-2"),
+        "{last_line}"
+    );
+    t.h.finish().await;
+}
+
+#[tokio::test]
+async fn a_second_wake_budget_for_children_is_refused_when_jobs_are_mounted() {
+    let h = dsh_testkit::harness::Harness::builder().build();
+    dsh_session::register_event_types(dsh_subagents::EVENT_TYPES).unwrap();
+    h.ctx()
+        .plugin::<dsh_jobs::JobsPlugin>(dsh_jobs::JobsConfig::default())
+        .unwrap();
+    let config = SubagentsConfig {
+        max_consecutive_wakes: 5,
+        ..SubagentsConfig::default()
+    };
+    let error = h.ctx().plugin::<SubagentsPlugin>(config).unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "maxConsecutiveWakes (5) differs from the jobs row's (3); jobs and children share one wake budget"
+        ),
+        "{error}"
+    );
+    h.finish().await;
+}

@@ -128,3 +128,52 @@ pub(super) async fn watch_commands(
         last = Some(scan);
     }
 }
+
+/// Keeps the live list of working subagents current (one line each above the input): a
+/// child joins it when it starts a run or an epoch (`subagent/start`) and leaves it when
+/// that ends (`subagent/end`). Ends, unhooking itself, when the UI stops listening.
+pub(super) fn spawn_child_list(runtime: &Runtime, inputs: mpsc::UnboundedSender<Input>) {
+    use dsh_subagents::{ChildLifecycle, SubagentEnd, SubagentStart};
+    if runtime.subagents().is_none() {
+        return;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<(bool, ChildLifecycle)>();
+    let ctx = runtime.ctx();
+    let started = tx.clone();
+    let hooks = [
+        ctx.on::<SubagentStart>(move |child| {
+            let _ = started.send((true, child.clone()));
+            Ok(())
+        }),
+        ctx.on::<SubagentEnd>(move |child| {
+            let _ = tx.send((false, child.clone()));
+            Ok(())
+        }),
+    ];
+    let hooks: Vec<dsh_kernel::Disposer> = hooks.into_iter().filter_map(Result::ok).collect();
+    tokio::spawn(async move {
+        let mut children: Vec<crate::tui::LiveChild> = Vec::new();
+        loop {
+            let change = tokio::select! {
+                change = rx.recv() => change,
+                () = inputs.closed() => None,
+            };
+            let Some((start, child)) = change else { break };
+            let id = child.id.to_string();
+            children.retain(|c| c.id != id);
+            if start {
+                children.push(crate::tui::LiveChild {
+                    id,
+                    label: crate::sanitize::sanitize(&child.label).into_owned(),
+                    background: child.mode == dsh_subagents::SubagentMode::Continuable,
+                });
+            }
+            if inputs.send(Input::Children(children.clone())).is_err() {
+                break;
+            }
+        }
+        for hook in hooks {
+            hook.dispose();
+        }
+    });
+}

@@ -98,6 +98,18 @@ impl AgentListing {
     }
 }
 
+/// One subagent's conversation, for `/agents ID` to show read-only.
+#[derive(Clone, Debug)]
+pub struct AgentTranscript {
+    pub id: SessionId,
+    /// The `description` it was started with.
+    pub label: String,
+    /// Its log after its seed (a fork's inherited history is left out).
+    pub events: Vec<Arc<SessionEvent>>,
+    /// How many seed events were left out (the parent's history a fork started from).
+    pub seeded: usize,
+}
+
 /// One row of `/sessions`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionListing {
@@ -147,6 +159,17 @@ pub trait AgentDriver: Send + Sync {
     /// The subagents below the session on screen that this process knows (started or
     /// recovered), each followed by its own children, in creation order.
     fn list_agents(&self) -> Vec<AgentListing>;
+    /// One subagent's transcript (`/agents ID`; an id prefix that names one child is
+    /// enough), read without resuming it or writing to its session. Only the subagents
+    /// [`list_agents`](Self::list_agents) lists can be shown.
+    fn agent_transcript(&self, id: &str) -> BoxFuture<'_, Result<AgentTranscript, DriverError>> {
+        let _ = id;
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "this UI cannot show subagent transcripts".into(),
+            ))
+        })
+    }
     /// Sessions of this workspace, newest first.
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionListing>, DriverError>>;
     fn resume(&self, id: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;

@@ -26,8 +26,8 @@ mod trust;
 mod view;
 
 pub use driver::{
-    AgentDriver, AgentListing, Answers, CurrentModel, DriverError, OpenedHow, OpenedSession,
-    SessionListing, TuiAnswerer,
+    AgentDriver, AgentListing, AgentTranscript, Answers, CurrentModel, DriverError, OpenedHow,
+    OpenedSession, SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
 pub use runner::{agent_lines, session_lines, Runner, TICK_MS};

@@ -181,6 +181,10 @@ impl<B: Backend> Runner<B> {
                 .set_model(&model)
                 .map(|note| Some(Input::Notice(vec![note]))),
             Effect::ListAgents => Ok(Some(Input::Notice(agent_lines(&driver.list_agents())))),
+            Effect::ViewAgent(id) => driver
+                .agent_transcript(&id)
+                .await
+                .map(|view| Some(Input::AgentTranscript(view))),
             Effect::ListSessions => driver.list_sessions().await.map(|sessions| {
                 Some(Input::Notice(session_lines(
                     &sessions,
@@ -236,7 +240,7 @@ pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
         .map(|a| a.id.as_str().len() + 2 * a.depth.saturating_sub(1) as usize)
         .max()
         .unwrap_or(0);
-    let mut lines = vec!["subagents (dsh --resume ID opens one):".to_owned()];
+    let mut lines = vec!["subagents (/agents ID shows one's transcript):".to_owned()];
     for agent in agents {
         let indent = "  ".repeat(agent.depth.saturating_sub(1) as usize);
         let id = format!("{indent}{}", agent.id.as_str());

@@ -11,6 +11,8 @@ pub enum SlashCommand {
     Sessions,
     /// Lists the subagents below the session on screen.
     Agents,
+    /// Shows one subagent's transcript, read-only (`/agents ID`).
+    Agent(String),
     Resume(String),
     Fork,
     /// `/permission` shows the preset; `/permission NAME` switches it.
@@ -84,7 +86,11 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         "model" if !extra => Ok(SlashCommand::Model(arg)),
         "model" => Err(SlashError::Usage("/model [NAME]")),
         "sessions" => no_args(SlashCommand::Sessions, "/sessions"),
-        "agents" => no_args(SlashCommand::Agents, "/agents"),
+        "agents" => match (arg, extra) {
+            (None, _) => Ok(SlashCommand::Agents),
+            (Some(id), false) => Ok(SlashCommand::Agent(id)),
+            (Some(_), true) => Err(SlashError::Usage("/agents [ID]")),
+        },
         "resume" => match (arg, extra) {
             (Some(id), false) => Ok(SlashCommand::Resume(id)),
             _ => Err(SlashError::Usage("/resume SESSION_ID")),
@@ -114,7 +120,7 @@ pub const HELP: &[&str] = &[
     "  /model [NAME]       show the model, or switch it from the next step",
     "  /sessions           list this workspace's sessions",
     "  /resume ID          continue a session",
-    "  /agents             list this session's subagents and their status",
+    "  /agents [ID]        list this session's subagents, or show one's transcript",
     "  /fork               fork this session and continue in the copy",
     "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
@@ -185,7 +191,14 @@ mod tests {
         );
         assert_eq!(command("/clear"), Ok(SlashCommand::Clear));
         assert_eq!(command("/agents"), Ok(SlashCommand::Agents));
-        assert_eq!(command("/agents all"), Err(SlashError::Usage("/agents")));
+        assert_eq!(
+            command("/agents 1a2b"),
+            Ok(SlashCommand::Agent("1a2b".into()))
+        );
+        assert_eq!(
+            command("/agents a b"),
+            Err(SlashError::Usage("/agents [ID]"))
+        );
         assert_eq!(command("/compact"), Ok(SlashCommand::Compact));
         assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
     }

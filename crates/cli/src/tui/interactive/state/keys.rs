@@ -233,6 +233,7 @@ impl InteractiveState {
             SlashCommand::Model(Some(model)) => effects.push(Effect::SetModel(model)),
             SlashCommand::Sessions => effects.push(Effect::ListSessions),
             SlashCommand::Agents => effects.push(Effect::ListAgents),
+            SlashCommand::Agent(id) => effects.push(Effect::ViewAgent(id)),
             SlashCommand::Resume(id) => effects.push(Effect::Resume(id)),
             SlashCommand::Fork => effects.push(Effect::Fork),
             SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),

@@ -9,13 +9,13 @@
 mod keys;
 
 use super::commands::{CommandDirectory, CommandEntry};
-use super::driver::{OpenedHow, OpenedSession};
+use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::text::wrap;
 use crate::tui::{
-    entry_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine, InputBox, RunState,
-    ToolState, Transcript,
+    child_transcript_lines, entry_lines, live_child_lines, ApprovalPrompt, ContextFill, Detail,
+    Entry, EscalationLine, InputBox, LiveChild, RunState, ToolState, Transcript,
 };
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
@@ -76,6 +76,10 @@ pub enum Input {
     Jobs(usize),
     /// How many subagents are working in this process.
     Agents(usize),
+    /// The subagents working now, for the live list above the input.
+    Children(Vec<LiveChild>),
+    /// A subagent's transcript to show, read-only (`/agents ID`).
+    AgentTranscript(AgentTranscript),
 }
 
 /// Something the runner must do.
@@ -97,6 +101,8 @@ pub enum Effect {
     SetModel(String),
     ListSessions,
     ListAgents,
+    /// Show one subagent's transcript read-only; it comes back as [`Input::AgentTranscript`].
+    ViewAgent(String),
     Resume(String),
     Fork,
     NewSession,
@@ -153,6 +159,8 @@ pub struct InteractiveState {
     jobs: usize,
     /// Working subagents, for the status line.
     agents: usize,
+    /// Working subagents, one live line each.
+    children: Vec<LiveChild>,
     commands: CommandDirectory,
 }
 
@@ -176,6 +184,7 @@ impl InteractiveState {
             compacting: false,
             jobs: 0,
             agents: 0,
+            children: Vec::new(),
             commands: CommandDirectory::builtins(),
         }
     }
@@ -188,6 +197,11 @@ impl InteractiveState {
     /// Working subagents (the status line's `2 agents`).
     pub fn agents(&self) -> usize {
         self.agents
+    }
+
+    /// The subagents working now (the live list above the input).
+    pub fn children(&self) -> &[LiveChild] {
+        &self.children
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -322,6 +336,11 @@ impl InteractiveState {
             Input::Quit => self.quit(&mut effects),
             Input::Jobs(count) => self.jobs = count,
             Input::Agents(count) => self.agents = count,
+            Input::Children(children) => self.children = children,
+            Input::AgentTranscript(view) => {
+                let lines = child_transcript_lines(&view, self.width);
+                self.note(lines, &mut effects);
+            }
         }
         self.flush(&mut effects);
         self.sync_queue();
@@ -446,6 +465,13 @@ impl InteractiveState {
         for entry in &self.transcript.entries()[self.flushed..] {
             push_entry(&mut lines, &mut printed, entry, self.width, detail);
         }
+        // The working subagents last, right above the input, until they settle.
+        if !self.children.is_empty() {
+            if printed != Printed::Nothing {
+                lines.push(Line::default());
+            }
+            lines.extend(live_child_lines(&self.children, usize::from(self.width)));
+        }
         lines
     }
 
@@ -504,7 +530,7 @@ fn settled(entry: &Entry, last: bool) -> bool {
         Entry::Compaction(card) => card.is_settled(),
         // A run of prunes grows until something else follows.
         Entry::Pruned(_) => !last,
-        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } => true,
+        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } | Entry::Subagent(_) => true,
     }
 }
 
