@@ -218,7 +218,10 @@ mod tests {
         let mut lossless = b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f".to_vec();
         lossless.extend_from_slice(&(4u32 | (3 << 14)).to_le_bytes());
         assert_eq!(
-            (probe(&lossless).unwrap().width, probe(&lossless).unwrap().height),
+            (
+                probe(&lossless).unwrap().width,
+                probe(&lossless).unwrap().height
+            ),
             (5, 4)
         );
     }
@@ -239,7 +242,10 @@ mod tests {
 
     #[test]
     fn words_are_mime_types() {
-        assert_eq!("image/webp".parse::<ImageMediaType>(), Ok(ImageMediaType::Webp));
+        assert_eq!(
+            "image/webp".parse::<ImageMediaType>(),
+            Ok(ImageMediaType::Webp)
+        );
         assert!("image/tiff".parse::<ImageMediaType>().is_err());
         assert_eq!(ImageMediaType::Jpeg.to_string(), "image/jpeg");
     }

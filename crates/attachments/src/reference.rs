@@ -125,7 +125,12 @@ mod tests {
             },
             ContentBlock::ToolResult {
                 tool_call_id: "c".into(),
-                content: vec![ContentBlock::text("x"), ContentBlock::Image { attachment: b.clone() }],
+                content: vec![
+                    ContentBlock::text("x"),
+                    ContentBlock::Image {
+                        attachment: b.clone(),
+                    },
+                ],
                 is_error: None,
             },
         ];

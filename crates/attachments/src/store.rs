@@ -35,11 +35,13 @@ impl Default for ImageLimits {
 impl ImageLimits {
     /// Checks `image` against the allow-list and these limits; the probed type and size.
     pub fn check(&self, image: &SaveImage) -> Result<Probed, AttachmentError> {
-        let declared: ImageMediaType = image.media_type.parse().map_err(|_| {
-            AttachmentError::UnsupportedMediaType {
-                declared: image.media_type.clone(),
-            }
-        })?;
+        let declared: ImageMediaType =
+            image
+                .media_type
+                .parse()
+                .map_err(|_| AttachmentError::UnsupportedMediaType {
+                    declared: image.media_type.clone(),
+                })?;
         let bytes = image.data.len() as u64;
         if bytes > self.max_image_bytes {
             return Err(AttachmentError::TooLarge {
@@ -177,8 +179,11 @@ impl LocalImageStore {
                 use std::os::unix::fs::OpenOptionsExt;
                 options.mode(0o600);
             }
-            let mut file = options.open(&temp).map_err(Self::io("cannot create", &temp))?;
-            file.write_all(data).map_err(Self::io("cannot write", &temp))?;
+            let mut file = options
+                .open(&temp)
+                .map_err(Self::io("cannot create", &temp))?;
+            file.write_all(data)
+                .map_err(Self::io("cannot write", &temp))?;
             file.sync_all().map_err(Self::io("cannot sync", &temp))?;
             // Same bytes under the same name: replacing an existing object changes nothing.
             fs::rename(&temp, target).map_err(Self::io("cannot publish", target))?;
@@ -301,7 +306,10 @@ mod tests {
         let image = store.save_image(save(data.clone(), "image/png")).unwrap();
         let hex = hex_digest(&data);
         assert_eq!(image.attachment_id, format!("sha256:{hex}"));
-        assert_eq!((image.width, image.height, image.bytes), (2, 3, data.len() as u64));
+        assert_eq!(
+            (image.width, image.height, image.bytes),
+            (2, 3, data.len() as u64)
+        );
         let path = dir.path().join("v1/objects").join(&hex[..2]).join(&hex);
         assert_eq!(fs::read(&path).unwrap(), data);
         assert_eq!(store.read_image(&image).unwrap(), data);
@@ -323,13 +331,28 @@ mod tests {
         };
         let store = LocalImageStore::new(dir.path(), limits);
         let code = |image| store.save_image(image).unwrap_err().code();
-        assert_eq!(code(save(samples::png(1, 1), "image/tiff")), "UNSUPPORTED_MEDIA_TYPE");
-        assert_eq!(code(save(samples::png(1, 1), "image/gif")), "MEDIA_TYPE_MISMATCH");
-        assert_eq!(code(save(b"not an image".to_vec(), "image/png")), "INVALID_IMAGE");
+        assert_eq!(
+            code(save(samples::png(1, 1), "image/tiff")),
+            "UNSUPPORTED_MEDIA_TYPE"
+        );
+        assert_eq!(
+            code(save(samples::png(1, 1), "image/gif")),
+            "MEDIA_TYPE_MISMATCH"
+        );
+        assert_eq!(
+            code(save(b"not an image".to_vec(), "image/png")),
+            "INVALID_IMAGE"
+        );
         assert_eq!(code(save(vec![0; 65], "image/png")), "ATTACHMENT_TOO_LARGE");
-        assert_eq!(code(save(samples::png(101, 1), "image/png")), "IMAGE_DIMENSIONS_EXCEEDED");
+        assert_eq!(
+            code(save(samples::png(101, 1), "image/png")),
+            "IMAGE_DIMENSIONS_EXCEEDED"
+        );
         // A batch with one bad member stores nothing.
-        let batch = vec![save(samples::png(1, 1), "image/png"), save(vec![1], "image/png")];
+        let batch = vec![
+            save(samples::png(1, 1), "image/png"),
+            save(vec![1], "image/png"),
+        ];
         assert!(store.save_images(batch).is_err());
         assert!(!dir.path().join("objects").exists());
     }
@@ -338,14 +361,22 @@ mod tests {
     fn damaged_or_missing_objects_are_reported() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalImageStore::new(dir.path(), ImageLimits::default());
-        let image = store.save_image(save(samples::png(4, 4), "image/png")).unwrap();
+        let image = store
+            .save_image(save(samples::png(4, 4), "image/png"))
+            .unwrap();
         let path = store.object_path(image.digest().unwrap());
         let mut bytes = fs::read(&path).unwrap();
         bytes[20] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert_eq!(store.read_image(&image).unwrap_err().code(), "ATTACHMENT_CORRUPT");
+        assert_eq!(
+            store.read_image(&image).unwrap_err().code(),
+            "ATTACHMENT_CORRUPT"
+        );
         fs::remove_file(&path).unwrap();
-        assert_eq!(store.read_image(&image).unwrap_err().code(), "ATTACHMENT_NOT_FOUND");
+        assert_eq!(
+            store.read_image(&image).unwrap_err().code(),
+            "ATTACHMENT_NOT_FOUND"
+        );
         let mut forged = image.clone();
         forged.attachment_id = "sha256:../../x".into();
         assert_eq!(

@@ -12,16 +12,18 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The text an image becomes for a model that only reads text.
-pub const IMAGE_PLACEHOLDER: &str = "[image omitted: this model does not accept image input]";
+/// The text an image becomes for a model that only reads text, when its reference names no
+/// image this build can describe (a known reference gets [`dsh_attachments::text::text_only`]:
+/// the same words plus the image's type, size and id).
+pub const IMAGE_PLACEHOLDER: &str = dsh_attachments::text::TEXT_ONLY_UNKNOWN;
 
 /// Returns `request` with two projections applied, or the same `Arc` when neither changes
 /// anything:
 /// - replay state is removed from assistant messages whose provider route is not served by the
 ///   dispatching adapter (`same_adapter(provider)` is false), since it is opaque data only the
 ///   producing adapter understands;
-/// - when `accepts_images` is false, image blocks (also inside tool results) become
-///   [`IMAGE_PLACEHOLDER`] text.
+/// - when `accepts_images` is false, image blocks (also inside tool results) become a text
+///   naming the image and its size ([`dsh_attachments::text::text_only`]), never a silent drop.
 pub fn project_request(
     request: Arc<LlmRequest>,
     same_adapter: impl Fn(&str) -> bool,
@@ -82,7 +84,9 @@ fn has_image(block: &ContentBlock) -> bool {
 
 fn replace_images(block: ContentBlock) -> ContentBlock {
     match block {
-        ContentBlock::Image { .. } => ContentBlock::text(IMAGE_PLACEHOLDER),
+        ContentBlock::Image { attachment } => {
+            ContentBlock::text(dsh_attachments::text::text_only(&attachment))
+        }
         ContentBlock::ToolResult {
             tool_call_id,
             content,
@@ -201,12 +205,16 @@ mod tests {
         let image = ContentBlock::Image {
             attachment: json!({"id":"a1"}),
         };
+        let known = ContentBlock::Image {
+            attachment: json!({"attachmentId": "sha256:0123abcd", "mediaType": "image/gif",
+                "bytes": 2048, "width": 3, "height": 4}),
+        };
         let user = Arc::new(Message::new(
             Role::User,
             vec![ContentBlock::text("look"), image.clone()],
             MessageSource::user(),
         ));
-        let tool = Arc::new(Message::tool_result("c".into(), vec![image], false));
+        let tool = Arc::new(Message::tool_result("c".into(), vec![known], false));
         let request = Arc::new(LlmRequest::new(LlmCallConfig::default(), vec![user, tool]));
         let kept = project_request(request.clone(), |_| true, true);
         assert!(Arc::ptr_eq(&kept, &request));
@@ -218,7 +226,8 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&projected.messages[1].content).unwrap(),
             json!([{"type":"tool-result","toolCallId":"c","isError":false,
-                    "content":[{"type":"text","text":IMAGE_PLACEHOLDER}]}])
+                    "content":[{"type":"text","text":"[image omitted: this model does not accept \
+                        image input; image/gif, 3x4 px, 2 KiB, sha256:0123abcd]"}]}])
         );
     }
 
