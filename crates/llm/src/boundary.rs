@@ -69,7 +69,7 @@ fn project_message(
         }
     }
     if replace {
-        copy.content = copy.content.into_iter().map(replace_images).collect();
+        copy.content = replace_images_in(copy.content);
     }
     Arc::new(copy)
 }
@@ -82,22 +82,46 @@ fn has_image(block: &ContentBlock) -> bool {
     }
 }
 
-fn replace_images(block: ContentBlock) -> ContentBlock {
-    match block {
-        ContentBlock::Image { attachment } => {
-            ContentBlock::text(dsh_attachments::text::text_only(&attachment))
-        }
-        ContentBlock::ToolResult {
-            tool_call_id,
-            content,
-            is_error,
-        } => ContentBlock::ToolResult {
-            tool_call_id,
-            content: content.into_iter().map(replace_images).collect(),
-            is_error,
-        },
-        other => other,
+/// `blocks` with each image (also inside tool results) replaced by its text. A placeholder
+/// between text blocks gets line breaks around it, since adapters join a message's text
+/// blocks as they are.
+fn replace_images_in(blocks: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    let ends_with_newline = |block: Option<&ContentBlock>| match block {
+        Some(ContentBlock::Text { text }) => text.is_empty() || text.ends_with('\n'),
+        _ => true,
+    };
+    let starts_with_newline = |block: Option<&ContentBlock>| match block {
+        Some(ContentBlock::Text { text }) => text.is_empty() || text.starts_with('\n'),
+        _ => true,
+    };
+    let mut out: Vec<ContentBlock> = Vec::with_capacity(blocks.len());
+    let mut blocks = blocks.into_iter().peekable();
+    while let Some(block) = blocks.next() {
+        let replaced = match block {
+            ContentBlock::Image { attachment } => {
+                let mut text = dsh_attachments::text::text_only(&attachment);
+                if !ends_with_newline(out.last()) {
+                    text.insert(0, '\n');
+                }
+                if !starts_with_newline(blocks.peek()) {
+                    text.push('\n');
+                }
+                ContentBlock::text(text)
+            }
+            ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => ContentBlock::ToolResult {
+                tool_call_id,
+                content: replace_images_in(content),
+                is_error,
+            },
+            other => other,
+        };
+        out.push(replaced);
     }
+    out
 }
 
 /// The terminal chunk for a failed call: `aborted` when the caller cancelled or the code says
@@ -214,20 +238,26 @@ mod tests {
             vec![ContentBlock::text("look"), image.clone()],
             MessageSource::user(),
         ));
-        let tool = Arc::new(Message::tool_result("c".into(), vec![known], false));
+        let tool = Arc::new(Message::tool_result(
+            "c".into(),
+            vec![ContentBlock::text("a"), known, ContentBlock::text("b")],
+            false,
+        ));
         let request = Arc::new(LlmRequest::new(LlmCallConfig::default(), vec![user, tool]));
         let kept = project_request(request.clone(), |_| true, true);
         assert!(Arc::ptr_eq(&kept, &request));
         let projected = project_request(request, |_| true, false);
         assert_eq!(
             serde_json::to_value(&projected.messages[0].content).unwrap(),
-            json!([{"type":"text","text":"look"},{"type":"text","text":IMAGE_PLACEHOLDER}])
+            json!([{"type":"text","text":"look"},{"type":"text","text":format!("\n{IMAGE_PLACEHOLDER}")}])
         );
         assert_eq!(
             serde_json::to_value(&projected.messages[1].content).unwrap(),
             json!([{"type":"tool-result","toolCallId":"c","isError":false,
-                    "content":[{"type":"text","text":"[image omitted: this model does not accept \
-                        image input; image/gif, 3x4 px, 2 KiB, sha256:0123abcd]"}]}])
+                    "content":[{"type":"text","text":"a"},
+                        {"type":"text","text":"\n[image omitted: this model does not accept \
+                        image input; image/gif, 3x4 px, 2 KiB, sha256:0123abcd]\n"},
+                        {"type":"text","text":"b"}]}])
         );
     }
 
