@@ -433,5 +433,25 @@ async fn an_mcp_image_reaches_a_vision_model_by_reference_through_resume_and_for
         image_message(&chat_requests(&server).pop().unwrap()),
         messages[tool_at + 1]
     );
+
+    // Export writes the log with references and copies the images beside it, in the store's
+    // layout.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("s.jsonl");
+    let export = sandbox
+        .dsh(&["sessions", "export", &id, "-o", file.to_str().unwrap()])
+        .await;
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+    assert!(
+        text(&export.stderr).contains("exported 1 image(s) to"),
+        "{}",
+        text(&export.stderr)
+    );
+    let copied = out
+        .path()
+        .join("s.jsonl.attachments/objects")
+        .join(&digest[..2])
+        .join(&digest);
+    assert_eq!(std::fs::read(copied).unwrap(), tiny);
     server.shutdown().await;
 }
