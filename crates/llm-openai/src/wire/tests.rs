@@ -308,6 +308,12 @@ fn tool_images_follow_the_run_of_tool_messages_in_one_user_message() {
     );
     assert_eq!(messages[5]["role"], "assistant");
     assert_eq!(messages.len(), 6);
+
+    // Ending on the tool results (the usual request after a call), the images still follow.
+    let mut ending = request.clone();
+    ending.messages.pop();
+    let body = request_body_with_images(&ending, &RouteConfig::deepseek(), &images).unwrap();
+    assert_eq!(body["messages"].as_array().unwrap()[2..], messages[2..5]);
 }
 
 #[test]
