@@ -107,7 +107,8 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
 }
 
 /// The hooks row's config: `$DSH_HOME/hooks.json`, then the `hooks` key of Claude Code's
-/// user, project and local settings. The project and local files come with the workspace and
+/// user settings, Codex's `~/.codex/hooks.json` (Codex dialect), then Claude Code's project
+/// and local settings. The project and local files come with the workspace and
 /// load only when it is trusted; `home` is `$HOME` from the boot environment.
 pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) -> HooksConfig {
     let source = |path: PathBuf, dialect, scope| HookSource {
@@ -124,6 +125,13 @@ pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) 
         sources.push(source(
             home.join(".claude").join("settings.json"),
             Dialect::ClaudeCode,
+            SourceScope::User,
+        ));
+        // Codex keeps its hooks in their own file, in its own dialect (regex matchers, its
+        // payload shape); a person's own file, so trusted like the Claude user file.
+        sources.push(source(
+            home.join(".codex").join("hooks.json"),
+            Dialect::Codex,
             SourceScope::User,
         ));
     }
