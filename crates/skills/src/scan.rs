@@ -178,10 +178,14 @@ fn scan_command_dir(
     }
 }
 
+/// One entry of a [`fingerprint`]: a path, its size and its modification time (ns).
+pub type Stamp = (PathBuf, u64, i128);
+
 /// A cheap fingerprint of everything a scan reads: each root's entries with their sizes and
-/// modification times (and those of bundle `SKILL.md` files). Equal fingerprints mean a
-/// rescan would find the same thing; changes below a bundle (`scripts/`, ...) do not count.
-pub fn fingerprint(skill_roots: &[Root], command_roots: &[Root]) -> Vec<(PathBuf, u64, i128)> {
+/// modification times (and those of bundle `SKILL.md` files, and of files in command
+/// namespaces). Equal fingerprints mean a rescan would find the same thing; changes below a
+/// skill bundle (`scripts/`, ...) do not count.
+pub fn fingerprint(skill_roots: &[Root], command_roots: &[Root]) -> Vec<Stamp> {
     let stamp = |path: &Path| {
         std::fs::metadata(path).ok().map(|m| {
             let modified = m
@@ -208,8 +212,8 @@ pub fn fingerprint(skill_roots: &[Root], command_roots: &[Root]) -> Vec<(PathBuf
     fn walk(
         dir: &Path,
         depth: usize,
-        stamp: &dyn Fn(&Path) -> Option<(PathBuf, u64, i128)>,
-        out: &mut Vec<(PathBuf, u64, i128)>,
+        stamp: &dyn Fn(&Path) -> Option<Stamp>,
+        out: &mut Vec<Stamp>,
     ) {
         let Some((entries, _)) = sorted_entries(dir) else {
             return;
