@@ -3,7 +3,7 @@
 use crate::config::{EnvLookup, OpenAiConfig, RouteConfig, DEEPSEEK_ROUTE};
 use crate::status::http_failure;
 use crate::translate::StreamDecoder;
-use crate::wire::request_body;
+use crate::wire::request_body_with_images;
 use bytes::Bytes;
 use dsh_kernel::Context;
 use dsh_llm::{
@@ -45,6 +45,9 @@ pub struct OpenAiAdapter {
     extra_headers: HeaderMap,
     /// Sent only on routes that send it ([`RouteConfig::sends_user_id`]).
     user_id: Option<HeaderValue>,
+    /// Where image bytes come from: the `dyn ImageStore` service of this context, looked up
+    /// per request (the store may be mounted after the adapter).
+    services: Option<Context>,
 }
 
 impl fmt::Debug for OpenAiAdapter {
@@ -89,7 +92,14 @@ impl OpenAiAdapter {
             client,
             extra_headers,
             user_id: None,
+            services: None,
         })
+    }
+
+    /// Reads images from the `dyn ImageStore` that `ctx` provides, at each request.
+    pub fn with_services(mut self, ctx: &Context) -> Self {
+        self.services = Some(ctx.clone());
+        self
     }
 
     /// Sends `user_id` as `x-deepseek-harness-user-id` on routes that send it
@@ -172,7 +182,12 @@ impl OpenAiAdapter {
     }
 
     async fn start(&self, request: Arc<LlmRequest>) -> Result<ChunkStream, LlmError> {
-        let body = request_body(&request, &self.route)?;
+        let store = self
+            .services
+            .as_ref()
+            .and_then(|ctx| ctx.get::<dyn dsh_attachments::ImageStore>());
+        let images = crate::images::resolve(&request, store).await;
+        let body = request_body_with_images(&request, &self.route, &images)?;
         let body = serde_json::to_vec(&body).map_err(|error| {
             LlmError::new(codes::INVALID_REQUEST, "request body is not serializable")
                 .with_source(error)
@@ -447,7 +462,8 @@ pub fn register_routes(
 ) -> Result<Vec<AdapterHandle>, LlmError> {
     let mut handles: Vec<AdapterHandle> = Vec::new();
     for route in &config.routes {
-        let adapter = OpenAiAdapter::new(route.clone(), env.clone());
+        let adapter = OpenAiAdapter::new(route.clone(), env.clone())
+            .map(|adapter| adapter.with_services(owner));
         let adapter = match &config.user_id {
             Some(user_id) => adapter.and_then(|adapter| adapter.with_user_id(user_id)),
             None => adapter,

@@ -19,6 +19,7 @@
 
 mod adapter;
 mod config;
+pub mod images;
 mod plugin;
 pub mod sse;
 pub mod status;

@@ -1,6 +1,9 @@
 //! Mapping harness requests to the chat-completions request body.
 
 use crate::config::{Compat, MaxTokensField, ReasoningReplay, RouteConfig, Thinking};
+use crate::images::{RequestImages, WireImage};
+use dsh_attachments::text::{tool_image_caption, tool_image_handle, TOOL_IMAGES_HEADING};
+use dsh_attachments::ImageRef;
 use dsh_llm::{LlmError, LlmRequest};
 use dsh_protocol::{codes, ContentBlock, Message, Role};
 use serde_json::{json, Map, Value};
@@ -8,20 +11,35 @@ use serde_json::{json, Map, Value};
 /// What an empty tool result is sent as: the wire refuses empty tool messages.
 pub const EMPTY_TOOL_OUTPUT: &str = "(no output)";
 
-/// Builds the JSON body for `request` on `route`.
-///
-/// Fails with `UNSUPPORTED_CONTENT` when an image reaches a model that does not take images
-/// (the runtime normally replaced it already) or when an image would have to be sent at all,
-/// since this wire mapping carries text only.
+/// Builds the JSON body for `request` on `route` with no image bytes at hand: an image
+/// block becomes a text saying its bytes were not loaded ([`request_body_with_images`] sends
+/// them).
 pub fn request_body(request: &LlmRequest, route: &RouteConfig) -> Result<Value, LlmError> {
+    request_body_with_images(request, route, &RequestImages::default())
+}
+
+/// Builds the JSON body for `request` on `route`, sending the images `images` resolved.
+///
+/// Chat completions allow image parts in user messages only, not in `tool` messages, so (as
+/// the original does) a tool result's images are named in its `tool` message and sent in one
+/// user message after the run of tool messages, headed "Attached image(s) from tool result:"
+/// and each captioned with its call id. A user message with a sent image uses the array form
+/// of `content`; every other message keeps the string form.
+pub fn request_body_with_images(
+    request: &LlmRequest,
+    route: &RouteConfig,
+    images: &RequestImages,
+) -> Result<Value, LlmError> {
     let config = &request.config;
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": system}));
     }
+    let mut pending = Vec::new();
     for message in &request.messages {
-        push_message(message, &route.compat, &mut messages)?;
+        push_message(message, &route.compat, images, &mut pending, &mut messages);
     }
+    flush_tool_images(&mut pending, &mut messages);
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
     body.insert("messages".into(), Value::Array(messages));
@@ -108,29 +126,108 @@ fn joined_text(blocks: &[ContentBlock], want_reasoning: bool) -> String {
     out
 }
 
-fn refuse_images(blocks: &[ContentBlock]) -> Result<(), LlmError> {
+/// One piece of a message's content on its way to the wire.
+enum Piece {
+    Text(String),
+    /// Text standing where an image was; set apart from its neighbours by newlines.
+    ImageText(String),
+    /// An image sent as an `image_url` part.
+    Image {
+        image: ImageRef,
+        part: Value,
+    },
+}
+
+fn pieces(blocks: &[ContentBlock], images: &RequestImages, in_tool: bool) -> Vec<Piece> {
+    let mut out = Vec::new();
     for block in blocks {
         match block {
-            ContentBlock::Image { .. } => {
-                return Err(LlmError::new(
-                    codes::UNSUPPORTED_CONTENT,
-                    "image content cannot be sent on the chat-completions text mapping",
-                ))
-            }
-            ContentBlock::ToolResult { content, .. } => refuse_images(content)?,
+            ContentBlock::Text { text } => out.push(Piece::Text(text.clone())),
+            ContentBlock::Image { attachment } => match images.wire(attachment) {
+                WireImage::Sent { image, data_url } => {
+                    if in_tool {
+                        out.push(Piece::ImageText(tool_image_handle(&image)));
+                    }
+                    let part = json!({"type": "image_url", "image_url": {"url": data_url}});
+                    out.push(Piece::Image { image, part });
+                }
+                WireImage::Text(text) => out.push(Piece::ImageText(text)),
+            },
             _ => {}
         }
     }
-    Ok(())
+    out
 }
 
-fn push_message(message: &Message, compat: &Compat, out: &mut Vec<Value>) -> Result<(), LlmError> {
-    refuse_images(&message.content)?;
+/// The text of `pieces`: text blocks joined as they are (the text-only mapping's rule), an
+/// image's text on a line of its own.
+fn pieces_text(pieces: &[Piece]) -> String {
+    let mut out = String::new();
+    let mut after_image = false;
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => {
+                if after_image && !text.is_empty() && !text.starts_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(text);
+                after_image = false;
+            }
+            Piece::ImageText(text) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(text);
+                after_image = true;
+            }
+            Piece::Image { .. } => {}
+        }
+    }
+    out
+}
+
+/// A user message's `content`: the plain string unless an image is sent, then the parts.
+fn user_content(pieces: Vec<Piece>) -> Value {
+    if !pieces.iter().any(|p| matches!(p, Piece::Image { .. })) {
+        return json!(pieces_text(&pieces));
+    }
+    let parts: Vec<Value> = pieces
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Text(text) | Piece::ImageText(text) if !text.is_empty() => {
+                Some(json!({"type": "text", "text": text}))
+            }
+            Piece::Image { part, .. } => Some(part),
+            _ => None,
+        })
+        .collect();
+    Value::Array(parts)
+}
+
+/// Sends the images of the tool messages just pushed, in one user message.
+fn flush_tool_images(pending: &mut Vec<Value>, out: &mut Vec<Value>) {
+    if pending.is_empty() {
+        return;
+    }
+    let mut parts = vec![json!({"type": "text", "text": TOOL_IMAGES_HEADING})];
+    parts.append(pending);
+    out.push(json!({"role": "user", "content": parts}));
+}
+
+fn push_message(
+    message: &Message,
+    compat: &Compat,
+    images: &RequestImages,
+    pending: &mut Vec<Value>,
+    out: &mut Vec<Value>,
+) {
     match message.role {
         Role::System => {
+            flush_tool_images(pending, out);
             out.push(json!({"role": "system", "content": joined_text(&message.content, false)}));
         }
         Role::Assistant => {
+            flush_tool_images(pending, out);
             let tool_calls: Vec<Value> = message
                 .tool_calls()
                 .map(|(id, name, arguments)| {
@@ -161,7 +258,7 @@ fn push_message(message: &Message, compat: &Compat, out: &mut Vec<Value>) -> Res
             out.push(Value::Object(wire));
         }
         Role::User => {
-            let text = joined_text(&message.content, false);
+            let own = pieces(&message.content, images, false);
             let results: Vec<_> = message
                 .content
                 .iter()
@@ -174,21 +271,33 @@ fn push_message(message: &Message, compat: &Compat, out: &mut Vec<Value>) -> Res
                     _ => None,
                 })
                 .collect();
-            if !text.is_empty() || results.is_empty() {
-                out.push(json!({"role": "user", "content": text}));
+            let has_own = own.iter().any(|p| match p {
+                Piece::Text(text) | Piece::ImageText(text) => !text.is_empty(),
+                Piece::Image { .. } => true,
+            });
+            if has_own || results.is_empty() {
+                flush_tool_images(pending, out);
+                out.push(json!({"role": "user", "content": user_content(own)}));
             }
             for (call_id, content) in results {
-                let output = joined_text(content, false);
+                let result = pieces(content, images, true);
+                let output = pieces_text(&result);
                 let output = if output.is_empty() {
                     EMPTY_TOOL_OUTPUT.to_string()
                 } else {
                     output
                 };
                 out.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+                for piece in result {
+                    if let Piece::Image { image, part } = piece {
+                        let caption = tool_image_caption(&image, call_id.as_str());
+                        pending.push(json!({"type": "text", "text": caption}));
+                        pending.push(part);
+                    }
+                }
             }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,16 +12,18 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The text an image becomes for a model that only reads text.
-pub const IMAGE_PLACEHOLDER: &str = "[image omitted: this model does not accept image input]";
+/// The text an image becomes for a model that only reads text, when its reference names no
+/// image this build can describe (a known reference gets [`dsh_attachments::text::text_only`]:
+/// the same words plus the image's type, size and id).
+pub const IMAGE_PLACEHOLDER: &str = dsh_attachments::text::TEXT_ONLY_UNKNOWN;
 
 /// Returns `request` with two projections applied, or the same `Arc` when neither changes
 /// anything:
 /// - replay state is removed from assistant messages whose provider route is not served by the
 ///   dispatching adapter (`same_adapter(provider)` is false), since it is opaque data only the
 ///   producing adapter understands;
-/// - when `accepts_images` is false, image blocks (also inside tool results) become
-///   [`IMAGE_PLACEHOLDER`] text.
+/// - when `accepts_images` is false, image blocks (also inside tool results) become a text
+///   naming the image and its size ([`dsh_attachments::text::text_only`]), never a silent drop.
 pub fn project_request(
     request: Arc<LlmRequest>,
     same_adapter: impl Fn(&str) -> bool,
@@ -67,7 +69,7 @@ fn project_message(
         }
     }
     if replace {
-        copy.content = copy.content.into_iter().map(replace_images).collect();
+        copy.content = replace_images_in(copy.content);
     }
     Arc::new(copy)
 }
@@ -80,20 +82,46 @@ fn has_image(block: &ContentBlock) -> bool {
     }
 }
 
-fn replace_images(block: ContentBlock) -> ContentBlock {
-    match block {
-        ContentBlock::Image { .. } => ContentBlock::text(IMAGE_PLACEHOLDER),
-        ContentBlock::ToolResult {
-            tool_call_id,
-            content,
-            is_error,
-        } => ContentBlock::ToolResult {
-            tool_call_id,
-            content: content.into_iter().map(replace_images).collect(),
-            is_error,
-        },
-        other => other,
+/// `blocks` with each image (also inside tool results) replaced by its text. A placeholder
+/// between text blocks gets line breaks around it, since adapters join a message's text
+/// blocks as they are.
+fn replace_images_in(blocks: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    let ends_with_newline = |block: Option<&ContentBlock>| match block {
+        Some(ContentBlock::Text { text }) => text.is_empty() || text.ends_with('\n'),
+        _ => true,
+    };
+    let starts_with_newline = |block: Option<&ContentBlock>| match block {
+        Some(ContentBlock::Text { text }) => text.is_empty() || text.starts_with('\n'),
+        _ => true,
+    };
+    let mut out: Vec<ContentBlock> = Vec::with_capacity(blocks.len());
+    let mut blocks = blocks.into_iter().peekable();
+    while let Some(block) = blocks.next() {
+        let replaced = match block {
+            ContentBlock::Image { attachment } => {
+                let mut text = dsh_attachments::text::text_only(&attachment);
+                if !ends_with_newline(out.last()) {
+                    text.insert(0, '\n');
+                }
+                if !starts_with_newline(blocks.peek()) {
+                    text.push('\n');
+                }
+                ContentBlock::text(text)
+            }
+            ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => ContentBlock::ToolResult {
+                tool_call_id,
+                content: replace_images_in(content),
+                is_error,
+            },
+            other => other,
+        };
+        out.push(replaced);
     }
+    out
 }
 
 /// The terminal chunk for a failed call: `aborted` when the caller cancelled or the code says
@@ -201,24 +229,35 @@ mod tests {
         let image = ContentBlock::Image {
             attachment: json!({"id":"a1"}),
         };
+        let known = ContentBlock::Image {
+            attachment: json!({"attachmentId": "sha256:0123abcd", "mediaType": "image/gif",
+                "bytes": 2048, "width": 3, "height": 4}),
+        };
         let user = Arc::new(Message::new(
             Role::User,
             vec![ContentBlock::text("look"), image.clone()],
             MessageSource::user(),
         ));
-        let tool = Arc::new(Message::tool_result("c".into(), vec![image], false));
+        let tool = Arc::new(Message::tool_result(
+            "c".into(),
+            vec![ContentBlock::text("a"), known, ContentBlock::text("b")],
+            false,
+        ));
         let request = Arc::new(LlmRequest::new(LlmCallConfig::default(), vec![user, tool]));
         let kept = project_request(request.clone(), |_| true, true);
         assert!(Arc::ptr_eq(&kept, &request));
         let projected = project_request(request, |_| true, false);
         assert_eq!(
             serde_json::to_value(&projected.messages[0].content).unwrap(),
-            json!([{"type":"text","text":"look"},{"type":"text","text":IMAGE_PLACEHOLDER}])
+            json!([{"type":"text","text":"look"},{"type":"text","text":format!("\n{IMAGE_PLACEHOLDER}")}])
         );
         assert_eq!(
             serde_json::to_value(&projected.messages[1].content).unwrap(),
             json!([{"type":"tool-result","toolCallId":"c","isError":false,
-                    "content":[{"type":"text","text":IMAGE_PLACEHOLDER}]}])
+                    "content":[{"type":"text","text":"a"},
+                        {"type":"text","text":"\n[image omitted: this model does not accept \
+                        image input; image/gif, 3x4 px, 2 KiB, sha256:0123abcd]\n"},
+                        {"type":"text","text":"b"}]}])
         );
     }
 

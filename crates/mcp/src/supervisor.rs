@@ -303,6 +303,7 @@ impl Supervisor {
                 schema,
                 timeout: Duration::from_millis(self.config.tool_timeout_ms),
                 live: self.live.clone(),
+                services: self.ctx.clone(),
             });
         }
         self.unregister_all();

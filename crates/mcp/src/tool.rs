@@ -1,7 +1,9 @@
 //! [`McpTool`]: one server tool as a dsh tool.
 
 use crate::client::{self, CallError};
-use crate::result::{self, Mapped};
+use crate::result::{self, Admission, Mapped, MAX_IMAGES_PER_RESULT};
+use dsh_attachments::ImageStore;
+use dsh_kernel::Context;
 use dsh_protocol::ContentBlock;
 use dsh_tools::{Tool, ToolExecution, ToolFailure};
 use futures_util::future::BoxFuture;
@@ -21,12 +23,53 @@ pub struct McpTool {
     pub(crate) schema: Value,
     pub(crate) timeout: Duration,
     pub(crate) live: LivePeer,
+    /// Where the `dyn ImageStore` service is looked up when a result holds images.
+    pub(crate) services: Context,
 }
 
 impl McpTool {
     /// The name the server knows it by.
     pub fn raw_name(&self) -> &str {
         &self.raw
+    }
+
+    /// Stores the result's images, all or none, before the result (and so the `tool/result`
+    /// event referencing them) exists: `save_images` returns once the bytes are synced.
+    async fn admit(&self, result: &serde_json::Value) -> Admission {
+        let decoded = result::decode_images(result);
+        if decoded.is_empty() {
+            return Admission::NotTried;
+        }
+        if let Some(refusal) = result::decode_refusal(&decoded) {
+            return refusal;
+        }
+        let count = decoded.len();
+        if count > MAX_IMAGES_PER_RESULT {
+            let reason = format!(
+                "the result holds {count} images; at most {MAX_IMAGES_PER_RESULT} are admitted"
+            );
+            return Admission::refuse_all(count, &reason);
+        }
+        let Some(store) = self.services.get::<dyn ImageStore>() else {
+            return Admission::refuse_all(count, "no attachment store is mounted");
+        };
+        let images = decoded.into_iter().flatten().collect();
+        let saved = tokio::task::spawn_blocking(move || store.save_images(images)).await;
+        match saved {
+            Ok(Ok(refs)) => Admission::Admitted(refs),
+            Ok(Err(error)) if error.is_admission() => Admission::refuse_all(
+                count,
+                &format!("image admission rejected the result: {error}"),
+            ),
+            Ok(Err(error)) => {
+                tracing::warn!(tool = %self.public, %error, "MCP image not stored");
+                Admission::refuse_all(
+                    count,
+                    &format!("durable image storage rejected the result: {error}"),
+                )
+            }
+            Err(_) => Admission::refuse_all(count, "durable image storage rejected the result"),
+        }
     }
 }
 
@@ -89,10 +132,13 @@ impl Tool for McpTool {
             )
             .await;
             match outcome {
-                Ok(json) => match result::map_result(&self.raw, &json) {
-                    Mapped::Value(value) => Ok(value),
-                    Mapped::Error(message) => Err(ToolFailure::new(message)),
-                },
+                Ok(json) => {
+                    let admission = self.admit(&json).await;
+                    match result::map_result(&self.raw, &json, &admission) {
+                        Mapped::Value(value) => Ok(value),
+                        Mapped::Error(message) => Err(ToolFailure::new(message)),
+                    }
+                }
                 Err(CallError::Failed(message)) => Err(ToolFailure::new(message)),
                 Err(CallError::Aborted) => Err(ToolFailure::new("tool call aborted")),
             }

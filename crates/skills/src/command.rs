@@ -36,8 +36,33 @@ pub fn is_command_name(name: &str) -> bool {
         && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
 }
 
+/// A command name with namespaces: segments that are each [`is_command_name`], joined by `:`
+/// (`frontend:test`, from `frontend/test.md`).
+pub fn is_namespaced_command_name(name: &str) -> bool {
+    name.split(':').all(is_command_name)
+}
+
 /// Reads the command in `text`, named after `file`'s stem.
 pub fn parse_command(text: &str, file: &Path, source: &str) -> Result<Command, Notice> {
+    parse_command_in(text, file, source, &[])
+}
+
+/// [`parse_command`] for a file in the subdirectories `namespace` of its root: the name is
+/// the directories and the stem joined by `:`.
+pub fn parse_command_in(
+    text: &str,
+    file: &Path,
+    source: &str,
+    namespace: &[String],
+) -> Result<Command, Notice> {
+    let mut command = parse_stem_command(text, file, source)?;
+    if !namespace.is_empty() {
+        command.name = format!("{}:{}", namespace.join(":"), command.name);
+    }
+    Ok(command)
+}
+
+fn parse_stem_command(text: &str, file: &Path, source: &str) -> Result<Command, Notice> {
     let stem = file
         .file_stem()
         .and_then(|s| s.to_str())

@@ -220,7 +220,7 @@ pub fn split_command_line(line: &str) -> Option<(&str, &str)> {
     let rest = line.trim_start().strip_prefix('/')?;
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let name = &rest[..end];
-    crate::command::is_command_name(name).then(|| (name, &rest[end..]))
+    crate::command::is_namespaced_command_name(name).then(|| (name, &rest[end..]))
 }
 
 /// Shared handle, as provided on the kernel.

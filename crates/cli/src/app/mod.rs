@@ -26,10 +26,11 @@ pub use error::AppError;
 pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
-    approval_config, boot_composition, boot_composition_with_user_id, builtin_tools_config,
-    canonical_workspace, check_credentials, derive_skills_row, fill_hooks_row, fill_mcp_row,
-    hooks_config, model_info, openai_config, persistence_config, plugin_table, project_root,
-    register_event_types, sessions_root, skills_config, workspace_notices, EVENT_TYPES,
+    approval_config, attachments_root, boot_composition, boot_composition_with_user_id,
+    builtin_tools_config, canonical_workspace, check_credentials, derive_skills_row,
+    fill_hooks_row, fill_mcp_row, hooks_config, model_info, openai_config, persistence_config,
+    plugin_table, project_root, register_event_types, sessions_root, skills_config,
+    workspace_notices, EVENT_TYPES,
 };
 
 use crate::config::{self, Settings};

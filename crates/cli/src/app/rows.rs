@@ -20,6 +20,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_session::SessionsPlugin>()
         .with::<dsh_store::JsonlPersistencePlugin>()
         .with::<dsh_store::CheckpointPolicyPlugin>()
+        .with::<dsh_attachments::AttachmentsPlugin>()
         .with::<dsh_llm::LlmPlugin>()
         .with::<dsh_llm_openai::OpenAiPlugin>()
         .with::<dsh_agent_loop::RetryPlugin>()
@@ -63,6 +64,12 @@ pub fn sessions_root(settings: &Settings) -> PathBuf {
     settings.home.value.join("sessions")
 }
 
+/// Where image attachments live: `$DSH_HOME/attachments/v1` (the original's store, which
+/// reads the same layout).
+pub fn attachments_root(settings: &Settings) -> PathBuf {
+    settings.home.value.join("attachments").join("v1")
+}
+
 /// The composition to mount: the settings' rows, with computed configs filled in for the
 /// derived rows the settings file left at `null`.
 pub fn boot_composition(settings: &Settings) -> Composition {
@@ -79,6 +86,7 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
         }
         let derived = match row.id.as_str() {
             config::PERSISTENCE_ROW => Some(json!({ "root": sessions_root(settings) })),
+            config::ATTACHMENTS_ROW => Some(json!({ "root": attachments_root(settings) })),
             config::LLM_OPENAI_ROW => serde_json::to_value(OpenAiConfig {
                 user_id: user_id.clone(),
                 ..openai_config(settings)
@@ -99,7 +107,8 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
 }
 
 /// The hooks row's config: `$DSH_HOME/hooks.json`, then the `hooks` key of Claude Code's
-/// user, project and local settings. The project and local files come with the workspace and
+/// user settings, Codex's `~/.codex/hooks.json` (Codex dialect), then Claude Code's project
+/// and local settings. The project and local files come with the workspace and
 /// load only when it is trusted; `home` is `$HOME` from the boot environment.
 pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) -> HooksConfig {
     let source = |path: PathBuf, dialect, scope| HookSource {
@@ -116,6 +125,13 @@ pub fn hooks_config(settings: &Settings, workspace: &Path, home: Option<&Path>) 
         sources.push(source(
             home.join(".claude").join("settings.json"),
             Dialect::ClaudeCode,
+            SourceScope::User,
+        ));
+        // Codex keeps its hooks in their own file, in its own dialect (regex matchers, its
+        // payload shape); a person's own file, so trusted like the Claude user file.
+        sources.push(source(
+            home.join(".codex").join("hooks.json"),
+            Dialect::Codex,
             SourceScope::User,
         ));
     }

@@ -126,6 +126,11 @@ async fn interactive(
             .collect();
         let _ = sender.send(Input::Notice(lines));
     }
+    // Hook files that could not be read or had bad entries: the same lines `dsh run` prints.
+    let hook_notices = runtime.hook_notices();
+    if !hook_notices.is_empty() {
+        let _ = sender.send(Input::Notice(hook_notices));
+    }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
     let first = match stored {
         None => Ok(driver.opened_new()),

@@ -282,7 +282,8 @@ fn probe(config: &McpConfig) -> anyhow::Result<BTreeMap<String, McpServerStatus>
         .build()?;
     runtime.block_on(async move {
         let ctx = Context::root();
-        let result = watch(&ctx, row, &deadlines).await;
+        let mut progress = |line: &str| super::stderr_line(format_args!("dsh: {line}"));
+        let result = watch(&ctx, row, &deadlines, &mut progress).await;
         ctx.fiber().dispose();
         // Let the servers see their stdin close before the runtime drops (and kills) them.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -290,10 +291,16 @@ fn probe(config: &McpConfig) -> anyhow::Result<BTreeMap<String, McpServerStatus>
     })
 }
 
+/// When the listing first says which servers it is still waiting for, and how often it
+/// repeats that: a slow server must never leave the terminal silent for its whole timeout.
+const FIRST_PROGRESS: Duration = Duration::from_secs(1);
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
 async fn watch(
     ctx: &Context,
     row: McpPluginConfig,
     deadlines: &BTreeMap<String, Duration>,
+    progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<BTreeMap<String, McpServerStatus>> {
     ctx.plugin::<ToolsPlugin>(ToolsConfig::default())
         .map_err(|e| anyhow::anyhow!("cannot mount the tools registry: {e}"))?;
@@ -304,8 +311,9 @@ async fn watch(
         .ok_or_else(|| anyhow::anyhow!("the mcp plugin provided no status board"))?;
     let started = Instant::now();
     let mut settled = BTreeMap::new();
+    let mut next_progress = FIRST_PROGRESS;
     loop {
-        let mut waiting = false;
+        let mut waiting: Vec<(String, Duration)> = Vec::new();
         for status in board.servers() {
             if settled.contains_key(&status.name) {
                 continue;
@@ -314,12 +322,37 @@ async fn watch(
             if status.state != McpState::Starting || started.elapsed() >= limit {
                 settled.insert(status.name.clone(), status);
             } else {
-                waiting = true;
+                waiting.push((status.name.clone(), limit));
             }
         }
-        if !waiting {
+        if waiting.is_empty() {
             return Ok(settled);
+        }
+        if started.elapsed() >= next_progress {
+            progress(&waiting_line(&waiting, started.elapsed()));
+            next_progress += PROGRESS_EVERY;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// `waiting for MCP server "slow" to start (1 s so far, at most 21 s; ...)`.
+fn waiting_line(waiting: &[(String, Duration)], elapsed: Duration) -> String {
+    let names: Vec<String> = waiting
+        .iter()
+        .map(|(name, _)| format!("{name:?}"))
+        .collect();
+    let limit = waiting
+        .iter()
+        .map(|(_, limit)| *limit)
+        .max()
+        .unwrap_or_default();
+    let plural = if names.len() == 1 { "" } else { "s" };
+    format!(
+        "waiting for MCP server{plural} {} to start ({} s so far, at most {} s; \
+         `dsh mcp list --no-connect` lists without starting them)",
+        names.join(", "),
+        elapsed.as_secs(),
+        limit.as_secs_f64().ceil()
+    )
 }

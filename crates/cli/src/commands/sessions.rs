@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 pub(super) struct Store {
     pub backend: JsonlBackend,
     pub workspace: PathBuf,
+    /// The image attachment store (`$DSH_HOME/attachments/v1`), for export.
+    pub attachments: PathBuf,
 }
 
 impl Store {
@@ -41,7 +43,11 @@ impl Store {
             None => std::env::current_dir()?,
         };
         let workspace = cwd.canonicalize().unwrap_or(cwd);
-        Ok(Self { backend, workspace })
+        Ok(Self {
+            backend,
+            workspace,
+            attachments: crate::app::attachments_root(&settings),
+        })
     }
 
     pub fn resolve(&self, query: &str) -> anyhow::Result<SessionId> {
@@ -394,8 +400,19 @@ fn export(
         text.push_str(&value.to_string());
         text.push('\n');
     }
+    let images = logged_images(&events);
     match output {
-        Some(path) if path == Path::new("-") => out.write_all(text.as_bytes())?,
+        Some(path) if path == Path::new("-") => {
+            out.write_all(text.as_bytes())?;
+            if !images.is_empty() {
+                stderr_line(format_args!(
+                    "dsh: note: the session references {} image(s) kept in {}; the export holds \
+                     their references only (export to a file to copy them alongside)",
+                    images.len(),
+                    store.attachments.display()
+                ));
+            }
+        }
         _ => {
             let path = output
                 .map(Path::to_path_buf)
@@ -408,7 +425,75 @@ fn export(
                 events.len(),
                 id.as_str()
             ));
+            if !images.is_empty() {
+                export_images(&store.attachments, &images, &path)?;
+            }
         }
     }
     Ok(exit::SUCCESS)
+}
+
+/// Every image reference a raw log holds (`{"type": "image", "attachment": {...}}` at any
+/// depth), each once, in order of appearance.
+fn logged_images(events: &[Value]) -> Vec<dsh_attachments::ImageRef> {
+    fn walk(value: &Value, out: &mut Vec<dsh_attachments::ImageRef>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str) == Some("image") {
+                    let image = map
+                        .get("attachment")
+                        .and_then(dsh_attachments::ImageRef::from_value);
+                    if let Some(image) = image {
+                        if !out.contains(&image) {
+                            out.push(image);
+                        }
+                    }
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    events.iter().for_each(|event| walk(event, &mut out));
+    out
+}
+
+/// Copies the images an exported log references into `<file>.attachments/objects/...`, the
+/// store's own layout, so the export travels whole: on another machine, copy that `objects`
+/// directory into `$DSH_HOME/attachments/v1`.
+fn export_images(
+    root: &Path,
+    images: &[dsh_attachments::ImageRef],
+    file: &Path,
+) -> anyhow::Result<()> {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".attachments");
+    let target = PathBuf::from(name);
+    let source = dsh_attachments::LocalImageStore::new(root, Default::default());
+    let mut copied = 0;
+    for image in images {
+        let Some(hex) = image.digest() else { continue };
+        let from = source.object_path(hex);
+        let to = target.join("objects").join(&hex[..2]).join(hex);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        }
+        match std::fs::copy(&from, &to) {
+            Ok(_) => copied += 1,
+            Err(error) => stderr_line(format_args!(
+                "dsh: warning: image {} is not in {} ({error}); the export names it only",
+                image.short_id(),
+                root.display()
+            )),
+        }
+    }
+    stderr_line(format_args!(
+        "exported {copied} image(s) to {} (copy its objects/ into $DSH_HOME/attachments/v1 \
+         where the log is imported)",
+        target.display()
+    ));
+    Ok(())
 }

@@ -14,6 +14,8 @@ pub const SESSIONS_ROW: &str = "sessions";
 pub const PERSISTENCE_ROW: &str = "session-persistence-jsonl";
 /// Row id of the flush-before-side-effects policy.
 pub const CHECKPOINT_ROW: &str = "session-checkpoint-policy";
+/// Row id of the image attachment store (`$DSH_HOME/attachments/v1`).
+pub const ATTACHMENTS_ROW: &str = "attachments";
 /// Row id of the model runtime.
 pub const LLM_ROW: &str = "llm";
 /// Row id of the DeepSeek / OpenAI-compatible adapter (one route per provider).
@@ -52,6 +54,7 @@ pub const COMPACTION_ROW: &str = "compaction";
 /// one wholesale.
 pub const DERIVED_ROWS: &[&str] = &[
     PERSISTENCE_ROW,
+    ATTACHMENTS_ROW,
     LLM_OPENAI_ROW,
     TOOLS_BUILTIN_ROW,
     APPROVAL_ROW,
@@ -76,6 +79,7 @@ pub fn default_composition() -> Composition {
             null(SESSIONS_ROW, dsh_session::SessionsPlugin::NAME),
             null(PERSISTENCE_ROW, dsh_store::JsonlPersistencePlugin::NAME),
             null(CHECKPOINT_ROW, dsh_store::CheckpointPolicyPlugin::NAME),
+            null(ATTACHMENTS_ROW, dsh_attachments::AttachmentsPlugin::NAME),
             null(LLM_ROW, dsh_llm::LlmPlugin::NAME),
             null(LLM_OPENAI_ROW, dsh_llm_openai::OpenAiPlugin::NAME),
             null(LLM_RETRY_ROW, dsh_agent_loop::RetryPlugin::NAME),

@@ -492,3 +492,41 @@ fn an_approval_prompt_shows_a_hostile_command_without_its_sequences() {
     assert_eq!(prompt.summary, "curl x | sh");
     assert_eq!(prompt.reason.as_deref(), Some("writes outside"));
 }
+
+#[test]
+fn an_image_in_a_tool_result_shows_what_it_is() {
+    let mut log = Log::default();
+    log.turn_start(1).user("Show the logo").add(
+        "tool/call",
+        json!({"turn": 1, "step": 1, "callId": "c1", "name": "mcp__everything__get-tiny-image",
+            "arguments": "{}"}),
+    );
+    let attachment = json!({"attachmentId": format!("sha256:{}", "4a".repeat(32)),
+        "mediaType": "image/png", "bytes": 4033, "width": 20, "height": 20});
+    log.add(
+        "tool/result",
+        json!({"turn": 1, "step": 1, "message": {"id": "r1", "role": "user",
+        "source": {"kind": "tool", "callId": "c1"},
+        "content": [{"type": "tool-result", "toolCallId": "c1", "isError": false, "content": [
+            {"type": "text", "text": "Here it is:"},
+            {"type": "image", "attachment": attachment},
+            {"type": "image", "attachment": {"from": "elsewhere"}},
+        ]}]}}),
+    );
+    let transcript = log.transcript();
+    let output = transcript
+        .entries()
+        .iter()
+        .find_map(|entry| match entry {
+            Entry::Tool(card) => match &card.state {
+                ToolState::Done { output } => Some(output.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        output,
+        "Here it is:\n[image: image/png, 20x20 px, 3.9 KiB, sha256:4a4a4a4a]\n[image: unknown reference]"
+    );
+}

@@ -343,8 +343,19 @@ impl Transcript {
                         content,
                         is_error,
                     }] => {
-                        let text: Vec<&str> =
-                            content.iter().filter_map(ContentBlock::as_text).collect();
+                        // An image shows as what it is (type, size, id): the card has
+                        // no pixels, but the person sees that the model got one.
+                        let text: Vec<String> = content
+                            .iter()
+                            .filter_map(|block| match block {
+                                ContentBlock::Image { attachment } => Some(format!(
+                                    "[image: {}]",
+                                    dsh_attachments::text::describe_value(attachment)
+                                        .unwrap_or_else(|| "unknown reference".into())
+                                )),
+                                other => other.as_text().map(str::to_owned),
+                            })
+                            .collect();
                         (
                             tool_call_id.clone(),
                             clean(&text.join("\n")),

@@ -143,6 +143,7 @@ fn config_show_json_is_machine_readable() {
             "sessions",
             "session-persistence-jsonl",
             "session-checkpoint-policy",
+            "attachments",
             "llm",
             "llm-openai",
             "llm-retry",

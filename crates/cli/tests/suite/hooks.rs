@@ -160,3 +160,42 @@ async fn continue_false_stops_the_run_and_says_why() {
     assert_eq!(server.requests().len(), 1);
     server.shutdown().await;
 }
+
+/// Codex keeps its hooks in `~/.codex/hooks.json`: read in the Codex dialect (regex matcher
+/// on the dsh name, `tool_input: {command}`), they block like the Claude Code ones.
+#[tokio::test]
+async fn codex_hooks_json_is_read_in_the_codex_dialect() {
+    let server = serve(
+        Script::new()
+            .respond(Reply::tool_call(
+                "bash",
+                json!({"command": "rm -rf build", "description": "clean"}),
+            ))
+            .respond(Reply::text("done")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let workspace = sandbox.workspace();
+    std::fs::create_dir(workspace.join("build")).unwrap();
+    let seen = sandbox.home.path().join("codex-payload.json");
+    let guard = format!(
+        "tee '{}' | grep -q '\"command\":\"rm ' && {{ echo 'codex says no rm' >&2; exit 2; }}; exit 0",
+        seen.display()
+    );
+    let hooks = json!({"hooks": {"PreToolUse": [
+        {"matcher": "^bash$", "hooks": [{"type": "command", "command": guard}]}]}});
+    let codex = sandbox.home.path().join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(codex.join("hooks.json"), hooks.to_string()).unwrap();
+
+    let output = sandbox.dsh(&["run", "tidy up"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(workspace.join("build").is_dir(), "the rm ran");
+    let second = server.requests()[1].body.to_string();
+    assert!(second.contains("codex says no rm"), "{second}");
+    let payload: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(payload["hook_event_name"], "PreToolUse");
+    assert_eq!(payload["tool_name"], "bash");
+    assert_eq!(payload["tool_input"], json!({"command": "rm -rf build"}));
+    server.shutdown().await;
+}

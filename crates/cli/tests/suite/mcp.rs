@@ -90,11 +90,54 @@ fn result(name: &str, arguments: &str, text: &str) -> Value {
            "result": {"type": "tool-result", "content": [{"type": "text", "text": text}], "isError": false}})
 }
 
-const IMAGE_TEXT: &str = "Here's the image you requested:\n\
-    [image unavailable: image/png; no attachment store is mounted; raw image data remains available to programmatic callers]\n\
-    The image above is the MCP logo.";
+/// The PNG server-everything's `get-tiny-image` returns, from the installed server's source.
+fn tiny_image(bin: &std::path::Path) -> Vec<u8> {
+    use base64::Engine as _;
+    let source =
+        bin.join("../@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let marker = "MCP_TINY_IMAGE = \"";
+    let start = text.find(marker).unwrap() + marker.len();
+    let end = start + text[start..].find('"').unwrap();
+    base64::engine::general_purpose::STANDARD
+        .decode(&text[start..end])
+        .unwrap()
+}
 
-async fn everything_run(name: &str, transport: String) {
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The reference the log holds for `image` (a 20x20 PNG).
+fn image_reference(image: &[u8]) -> Value {
+    json!({"attachmentId": format!("sha256:{}", sha256_hex(image)),
+        "mediaType": "image/png", "bytes": image.len(), "width": 20, "height": 20})
+}
+
+/// The tool-result block of `get-tiny-image` as the log keeps it: the image by reference.
+fn image_result(image: &[u8]) -> Value {
+    json!({"type": "tool-result", "isError": false, "content": [
+        {"type": "text", "text": "Here's the image you requested:"},
+        {"type": "image", "attachment": image_reference(image)},
+        {"type": "text", "text": "The image above is the MCP logo."},
+    ]})
+}
+
+/// The chat-completions requests the mock answered, in order.
+fn chat_requests(server: &dsh_testkit::mock_llm::MockServer) -> Vec<Value> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.body)
+        .collect()
+}
+
+async fn everything_run(name: &str, transport: String, bin: &std::path::Path) {
     let echo = format!("mcp__{name}__echo");
     let sum = format!("mcp__{name}__get-sum");
     let image = format!("mcp__{name}__get-tiny-image");
@@ -116,6 +159,7 @@ async fn everything_run(name: &str, transport: String) {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let events = sandbox.events(&session_of(&output));
     let calls = mcp_calls(&events);
+    let tiny = tiny_image(bin);
     let sum_text = calls[1]["result"]["content"][0]["text"].clone();
     assert!(sum_text.as_str().unwrap().contains('5'), "{sum_text}");
     assert_eq!(
@@ -123,9 +167,29 @@ async fn everything_run(name: &str, transport: String) {
         vec![
             result(&echo, r#"{"message": "hi"}"#, "Echo: hi"),
             result(&sum, r#"{"a": 2, "b": 3}"#, sum_text.as_str().unwrap()),
-            result(&image, "{}", IMAGE_TEXT),
+            json!({"name": image, "arguments": "{}", "result": image_result(&tiny)}),
         ]
     );
+    // The default model reads text only: its last request names the image and its size in
+    // the tool message, and carries no image part.
+    let last = chat_requests(&server).pop().unwrap();
+    let tool = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        tool["content"],
+        format!(
+            "Here's the image you requested:\n[image omitted: this model does not accept image \
+             input; image/png, 20x20 px, 3.9 KiB, sha256:{}]\nThe image above is the MCP logo.",
+            &sha256_hex(&tiny)[..8]
+        )
+    );
+    assert!(!last.to_string().contains("image_url"), "{last}");
     // No MCP failure notice on a healthy run.
     assert!(
         !text(&output.stderr).contains("MCP server"),
@@ -142,6 +206,7 @@ async fn the_model_calls_server_everything_over_stdio() {
     everything_run(
         "everything",
         format!("{{ type = \"stdio\", command = {command:?}, args = [\"stdio\"] }}"),
+        &bin,
     )
     .await;
 }
@@ -170,6 +235,7 @@ async fn the_model_calls_server_everything_over_streamable_http() {
     everything_run(
         "web",
         format!("{{ type = \"http\", url = \"http://127.0.0.1:{port}/mcp\" }}"),
+        &bin,
     )
     .await;
     let _ = child.kill();
@@ -242,5 +308,150 @@ async fn broken_servers_do_not_delay_the_prompt_and_each_gives_one_notice() {
         notices[0].contains("connection failed; retrying in 500ms (attempt 1/10)"),
         "{stderr}"
     );
+    server.shutdown().await;
+}
+
+/// The messages of `request` from the user message carrying a tool's images: the heading, the
+/// caption naming the call, and the image part.
+fn image_message(request: &Value) -> Value {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user" && m["content"].is_array())
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_image_reaches_a_vision_model_by_reference_through_resume_and_fork() {
+    use base64::Engine as _;
+    let Some(bin) = npm_bin() else { return };
+    let image_tool = "mcp__everything__get-tiny-image";
+    let script = script_after(image_tool, vec![(image_tool, json!({}))])
+        .respond(Reply::text("again"))
+        .respond(Reply::text("forked"));
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let command = bin.join("mcp-server-everything").display().to_string();
+    configure(
+        &sandbox,
+        &format!("{{ name = \"everything\", transport = {{ type = \"stdio\", command = {command:?}, args = [\"stdio\"] }} }}"),
+    );
+    let vision = ["--model", "deepseek-v4-flash-vision-exp"];
+    let output = sandbox
+        .dsh(&[&["run"][..], &vision, &["show me the logo"]].concat())
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let id = session_of(&output);
+    let tiny = tiny_image(&bin);
+    let digest = sha256_hex(&tiny);
+    let short = &digest[..8];
+
+    // The request after the call: the tool message names the image, and one user message
+    // after the tool messages carries it, captioned with the call, with the exact bytes.
+    let first = chat_requests(&server).pop().unwrap();
+    let messages = first["messages"].as_array().unwrap();
+    let tool_at = messages.iter().rposition(|m| m["role"] == "tool").unwrap();
+    let call_id = messages[tool_at]["tool_call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        messages[tool_at]["content"],
+        format!(
+            "Here's the image you requested:\n[image sha256:{short}: image/png, 20x20 px, 3.9 KiB; \
+             attached in the next message]\nThe image above is the MCP logo."
+        )
+    );
+    let data_url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&tiny)
+    );
+    assert_eq!(
+        messages[tool_at + 1],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Attached image(s) from tool result:"},
+            {"type": "text", "text": format!("Image sha256:{short} from tool call {call_id}:")},
+            {"type": "image_url", "image_url": {"url": data_url}},
+        ]})
+    );
+    assert_eq!(messages.len(), tool_at + 2);
+
+    // The log keeps the reference, never the bytes: the whole log holds no base64 of the
+    // image, and its tool/result for the call is exactly the reference in place.
+    let events = sandbox.events(&id);
+    dsh_testkit::checks::assert_log_ok(&events);
+    let log = dsh_testkit::normalize::log_json(&events).to_string();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&tiny);
+    assert!(
+        !log.contains(&encoded[..40]),
+        "inline image data in the log"
+    );
+    assert!(!log.contains("image_url"), "{log}");
+    assert_eq!(log.matches(&format!("sha256:{digest}")).count(), 1, "{log}");
+    assert_eq!(
+        mcp_calls(&events),
+        vec![json!({"name": image_tool, "arguments": "{}", "result": image_result(&tiny)})]
+    );
+    // The bytes are in the store, under their digest.
+    let stored = sandbox
+        .home
+        .path()
+        .join("attachments/v1/objects")
+        .join(&digest[..2])
+        .join(&digest);
+    assert_eq!(std::fs::read(&stored).unwrap(), tiny);
+
+    // Resumed, the request is rebuilt from the log: the same image message, byte for byte.
+    let resumed = sandbox
+        .dsh(&[&["run", "--resume", &id][..], &vision, &["once more"]].concat())
+        .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    let second = chat_requests(&server).pop().unwrap();
+    assert_eq!(
+        second["messages"].as_array().unwrap()[1..tool_at + 2],
+        messages[1..tool_at + 2]
+    );
+
+    // A fork shares the stored image (content-addressed), so it sends the same bytes.
+    let fork = sandbox.dsh(&["sessions", "fork", &id]).await;
+    assert_eq!(fork.status.code(), Some(0), "{}", text(&fork.stderr));
+    let child = text(&fork.stdout).trim().to_owned();
+    let forked = sandbox
+        .dsh(
+            &[
+                &["run", "--resume", &child][..],
+                &vision,
+                &["from the fork"],
+            ]
+            .concat(),
+        )
+        .await;
+    assert_eq!(forked.status.code(), Some(0), "{}", text(&forked.stderr));
+    assert_eq!(
+        image_message(&chat_requests(&server).pop().unwrap()),
+        messages[tool_at + 1]
+    );
+
+    // Export writes the log with references and copies the images beside it, in the store's
+    // layout.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("s.jsonl");
+    let export = sandbox
+        .dsh(&["sessions", "export", &id, "-o", file.to_str().unwrap()])
+        .await;
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+    assert!(
+        text(&export.stderr).contains("exported 1 image(s) to"),
+        "{}",
+        text(&export.stderr)
+    );
+    let copied = out
+        .path()
+        .join("s.jsonl.attachments/objects")
+        .join(&digest[..2])
+        .join(&digest);
+    assert_eq!(std::fs::read(copied).unwrap(), tiny);
     server.shutdown().await;
 }

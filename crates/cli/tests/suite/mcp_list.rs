@@ -100,3 +100,24 @@ fn no_connect_starts_nothing() {
         "the connecting listing did not start the server"
     );
 }
+
+#[test]
+fn a_slow_server_is_never_waited_for_in_silence() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        "[mcp_servers.hangs]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_sec = 2\n",
+    )
+    .unwrap();
+    let (code, out, err) = list(&sandbox, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.starts_with("dsh: waiting for MCP server \"hangs\" to start ("),
+        "{err}"
+    );
+    assert!(
+        err.contains("`dsh mcp list --no-connect` lists without starting them)"),
+        "{err}"
+    );
+    assert!(out.contains("    status: "), "{out}");
+}

@@ -203,15 +203,136 @@ fn reasoning_replay_on_tool_call_turns_only() {
     );
 }
 
+fn png_ref(seed: u8) -> (dsh_attachments::ImageRef, Vec<u8>) {
+    let mut data = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x02\0\0\0\x03".to_vec();
+    data.push(seed);
+    let image = dsh_attachments::ImageRef {
+        attachment_id: format!("sha256:{}", format!("{seed:02x}").repeat(32)),
+        media_type: dsh_attachments::ImageMediaType::Png,
+        bytes: data.len() as u64,
+        width: 2,
+        height: 3,
+        name: None,
+    };
+    (image, data)
+}
+
+fn data_url(data: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(data)
+    )
+}
+
 #[test]
-fn images_are_refused() {
-    let image = Message::new(
+fn a_users_image_goes_as_an_image_part() {
+    let (image, data) = png_ref(1);
+    let mut images = RequestImages::default();
+    images.insert_sent(image.clone(), &data);
+    let message = Message::new(
         Role::User,
-        vec![ContentBlock::Image {
-            attachment: json!({"id":"a"}),
-        }],
+        vec![ContentBlock::text("what is this?"), image.block()],
         MessageSource::user(),
     );
-    let err = request_body(&deepseek_request(vec![image]), &RouteConfig::deepseek()).unwrap_err();
-    assert_eq!(err.code(), codes::UNSUPPORTED_CONTENT);
+    let body = request_body_with_images(
+        &deepseek_request(vec![message]),
+        &RouteConfig::deepseek(),
+        &images,
+    )
+    .unwrap();
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": data_url(&data)}},
+        ]}])
+    );
+}
+
+#[test]
+fn tool_images_follow_the_run_of_tool_messages_in_one_user_message() {
+    let (first, first_data) = png_ref(1);
+    let (second, second_data) = png_ref(2);
+    let mut images = RequestImages::default();
+    images.insert_sent(first.clone(), &first_data);
+    images.insert_sent(second.clone(), &second_data);
+    let calls = assistant(vec![
+        ContentBlock::ToolCall {
+            id: CallId::from("call_1"),
+            name: "shot".into(),
+            arguments: "{}".into(),
+        },
+        ContentBlock::ToolCall {
+            id: CallId::from("call_2"),
+            name: "shot".into(),
+            arguments: "{}".into(),
+        },
+    ]);
+    let request = deepseek_request(vec![
+        Message::user_text("look"),
+        calls,
+        Message::tool_result(
+            CallId::from("call_1"),
+            vec![
+                ContentBlock::text("Here it is:"),
+                first.block(),
+                ContentBlock::text("The logo."),
+            ],
+            false,
+        ),
+        Message::tool_result(CallId::from("call_2"), vec![second.block()], false),
+        assistant(vec![ContentBlock::text("Two images.")]),
+    ]);
+    let body = request_body_with_images(&request, &RouteConfig::deepseek(), &images).unwrap();
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[2],
+        json!({"role": "tool", "tool_call_id": "call_1", "content":
+            "Here it is:\n[image sha256:01010101: image/png, 2x3 px, 25 bytes; attached in the next message]\nThe logo."})
+    );
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "call_2", "content":
+            "[image sha256:02020202: image/png, 2x3 px, 25 bytes; attached in the next message]"})
+    );
+    assert_eq!(
+        messages[4],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Attached image(s) from tool result:"},
+            {"type": "text", "text": "Image sha256:01010101 from tool call call_1:"},
+            {"type": "image_url", "image_url": {"url": data_url(&first_data)}},
+            {"type": "text", "text": "Image sha256:02020202 from tool call call_2:"},
+            {"type": "image_url", "image_url": {"url": data_url(&second_data)}},
+        ]})
+    );
+    assert_eq!(messages[5]["role"], "assistant");
+    assert_eq!(messages.len(), 6);
+
+    // Ending on the tool results (the usual request after a call), the images still follow.
+    let mut ending = request.clone();
+    ending.messages.pop();
+    let body = request_body_with_images(&ending, &RouteConfig::deepseek(), &images).unwrap();
+    assert_eq!(body["messages"].as_array().unwrap()[2..], messages[2..5]);
+}
+
+#[test]
+fn an_image_without_bytes_is_named_in_text() {
+    let (image, _) = png_ref(3);
+    let mut images = RequestImages::default();
+    images.insert_text(image.attachment_id.clone(), crate::images::OFFLOADED.into());
+    let (unknown, _) = png_ref(4);
+    let request = deepseek_request(vec![Message::tool_result(
+        CallId::from("c"),
+        vec![image.block(), unknown.block()],
+        false,
+    )]);
+    let body = request_body_with_images(&request, &RouteConfig::deepseek(), &images).unwrap();
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "tool", "tool_call_id": "c", "content": format!(
+            "{}\n[image unavailable: image/png, 2x3 px, 25 bytes, sha256:04040404; its bytes were not loaded for this request]",
+            crate::images::OFFLOADED
+        )}])
+    );
 }

@@ -2,6 +2,7 @@
 
 use super::support::*;
 use dsh_mcp::{McpServerConfig, McpState, McpTransport};
+use sha2::Digest as _;
 use std::collections::BTreeMap;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +71,8 @@ async fn everything_over_streamable_http() {
             bearer_token_env_var: None,
         },
     );
-    let m = mount(vec![config]);
+    let images = tempfile::tempdir().unwrap();
+    let m = mount_with_images(vec![config], Some(images.path()));
     m.ready("web").await;
     assert_eq!(
         text(&m.call("mcp__web__echo", r#"{"message":"over http"}"#).await),
@@ -78,8 +80,30 @@ async fn everything_over_streamable_http() {
     );
     let sum = m.call("mcp__web__get-sum", r#"{"a":20,"b":22}"#).await;
     assert!(text(&sum).contains("42"), "{}", text(&sum));
+    // With a store the image is kept there, and the result holds its reference in place.
     let image = m.call("mcp__web__get-tiny-image", "{}").await;
-    assert!(text(&image).contains("[image unavailable: image/png;"));
+    let expected = tiny_image(&bin);
+    let digest: String = sha2::Sha256::digest(&expected)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let reference = serde_json::json!({"attachmentId": format!("sha256:{digest}"),
+        "mediaType": "image/png", "bytes": expected.len(), "width": 20, "height": 20});
+    assert_eq!(
+        serde_json::to_value(&image.content).unwrap(),
+        serde_json::json!([
+            {"type": "text", "text": "Here's the image you requested:"},
+            {"type": "image", "attachment": reference},
+            {"type": "text", "text": "The image above is the MCP logo."},
+        ])
+    );
+    let stored = images
+        .path()
+        .join("objects")
+        .join(&digest[..2])
+        .join(&digest);
+    assert_eq!(std::fs::read(stored).unwrap(), expected);
+    assert!(!image.value().unwrap().to_string().contains("iVBOR"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

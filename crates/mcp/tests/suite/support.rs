@@ -18,8 +18,21 @@ pub struct Mounted {
 }
 
 pub fn mount(servers: Vec<McpServerConfig>) -> Mounted {
+    mount_with_images(servers, None)
+}
+
+/// [`mount`], with the `attachments` plugin storing images under `images` when given.
+pub fn mount_with_images(servers: Vec<McpServerConfig>, images: Option<&Path>) -> Mounted {
     let ctx = Context::root();
     ctx.plugin::<ToolsPlugin>(ToolsConfig::default()).unwrap();
+    if let Some(root) = images {
+        let config = dsh_attachments::AttachmentsConfig {
+            root: Some(root.to_path_buf()),
+            ..Default::default()
+        };
+        ctx.plugin::<dsh_attachments::AttachmentsPlugin>(config)
+            .unwrap();
+    }
     ctx.plugin::<McpPlugin>(McpPluginConfig { servers })
         .unwrap();
     Mounted {
@@ -149,4 +162,17 @@ impl Drop for HttpEverything {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The PNG `get-tiny-image` returns, read from the installed server's source.
+pub fn tiny_image(bin: &Path) -> Vec<u8> {
+    use base64::Engine as _;
+    let source =
+        bin.join("../@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let start = text.find("MCP_TINY_IMAGE = \"").unwrap() + "MCP_TINY_IMAGE = \"".len();
+    let end = start + text[start..].find('"').unwrap();
+    base64::engine::general_purpose::STANDARD
+        .decode(&text[start..end])
+        .unwrap()
 }

@@ -109,3 +109,34 @@ fn commands_load_with_frontmatter_or_without_and_the_nearest_wins() {
     assert_eq!(skills.expand_line("/fix-issue/x"), None);
     assert_eq!(skills.expand_line("fix-issue 1"), None);
 }
+
+#[test]
+fn subdirectories_are_namespaces_joined_with_colons() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, config) = roots(dir.path());
+    let project = &config.command_roots[0].path;
+    write(
+        &project.join("frontend/test.md"),
+        "Run the frontend tests for $1.\n",
+    );
+    write(
+        &project.join("frontend/forms/check.md"),
+        "Check the forms.\n",
+    );
+    write(&project.join("test.md"), "Run every test.\n");
+    write(&project.join(".hidden/x.md"), "never read\n");
+    write(&project.join("Notes Dir/y.md"), "never read\n");
+    let skills = Skills::new(&config);
+    let names: Vec<String> = skills
+        .current()
+        .commands
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(names, ["frontend:forms:check", "frontend:test", "test"]);
+    let expansion = skills.expand_line("/frontend:test login").unwrap();
+    assert_eq!(expansion.command, "frontend:test");
+    assert_eq!(expansion.prompt, "Run the frontend tests for login.");
+    assert_eq!(skills.expand_line("/frontend: x"), None);
+    assert_eq!(skills.expand_line("/:test"), None);
+}

@@ -110,6 +110,7 @@ fn a_valid_file_loads_every_section() {
                 "session-checkpoint-policy",
                 false
             ),
+            ("attachments", "attachments", false),
             ("llm", "llm", false),
             ("llm-openai", "llm-openai", false),
             ("llm-retry", "llm-retry", false),
@@ -129,7 +130,7 @@ fn a_valid_file_loads_every_section() {
         ]
     );
     assert_eq!(
-        settings.composition.rows[8].config,
+        settings.composition.rows[9].config,
         json!({"max_parallel": 4})
     );
     assert_eq!(settings.row_sources["tools"], file(41));

@@ -61,8 +61,8 @@ fn show_prints_provenance_and_hides_secrets() {
         "rules[0] = allow bash command_prefix \"cargo test\" # settings.toml:26"
     );
     assert_eq!(
-        line("plugins[18]"),
-        "plugins[18] = \"audit\" plugin \"audit-log\", disabled, config null # settings.toml:45"
+        line("plugins[19]"),
+        "plugins[19] = \"audit\" plugin \"audit-log\", disabled, config null # settings.toml:45"
     );
 
     let value = render_json(&settings);
@@ -83,7 +83,7 @@ fn show_prints_provenance_and_hides_secrets() {
         json!({"value": {"action": "deny", "tool": "write", "path": "secrets/**"}, "source": "settings.toml:27"})
     );
     assert_eq!(
-        value["composition"][8],
+        value["composition"][9],
         json!({"id": "tools", "plugin": "tools", "config": {"max_parallel": 4}, "disabled": false, "source": "settings.toml:41"})
     );
 }

@@ -197,7 +197,7 @@ pub fn completion_prefix(text: &str) -> Option<&str> {
     let rest = text.strip_prefix('/')?;
     let partial = rest
         .bytes()
-        .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
+        .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b':'));
     partial.then_some(rest)
 }
 
