@@ -27,7 +27,14 @@ fn enter_while_idle_starts_a_turn() {
          idle · deepseek-v4-flash (deepseek-offi…"
     );
     let effects = state.reduce(key(KeyCode::Enter));
-    assert_eq!(effects, [Effect::Steer("say hi".into())]);
+    // Sent, and recorded in the history file.
+    assert_eq!(
+        effects,
+        [
+            Effect::Remember("say hi".into()),
+            Effect::Steer("say hi".into())
+        ]
+    );
     assert_eq!(state.input().text(), "");
 
     // The driver's steer starts a turn; the log says so and the screen follows.
@@ -62,7 +69,7 @@ fn typing_while_running_steers() {
     let (mut state, mut log) = running_state();
     type_text(&mut state, "use nom");
     assert_eq!(
-        state.reduce(key(KeyCode::Enter)),
+        actions(state.reduce(key(KeyCode::Enter))),
         [Effect::Steer("use nom".into())]
     );
     // Until the agent reads it at its next step, the steering is shown above the input.
@@ -87,7 +94,7 @@ fn tab_queues_a_follow_up_shown_in_the_queue() {
     let (mut state, mut log) = running_state();
     type_text(&mut state, "then run clippy");
     assert_eq!(
-        state.reduce(key(KeyCode::Tab)),
+        actions(state.reduce(key(KeyCode::Tab))),
         [Effect::FollowUp("then run clippy".into())]
     );
     feed(&mut state, &[log.queued("next-turn", 0, "then run clippy")]);

@@ -4,11 +4,12 @@
 //! [`Runner`] works on any ratatui backend (tests use `TestBackend` with an inline
 //! viewport); [`run_terminal`] sets up the real terminal around it.
 
-use super::driver::{AgentDriver, AgentListing, Answers, SessionListing};
-use super::slash::permission_lines;
+use super::driver::{AgentDriver, AgentListing, Answers};
+use super::pickers::{model_picker, permission_picker, session_picker};
 use super::state::{Effect, Input, InteractiveState};
 use super::view::LiveView;
-use dsh_protocol::SessionId;
+use crate::tui::complete::FileIndex;
+use crate::tui::history::HistoryFile;
 use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::text::Line;
@@ -32,6 +33,8 @@ pub struct Runner<B: Backend> {
     answers: Answers,
     /// Session events arrived since the context was last measured.
     context_stale: bool,
+    /// Where sent prompts are appended (none: history lasts this UI only).
+    history: Option<HistoryFile>,
 }
 
 impl<B: Backend> std::fmt::Debug for Runner<B> {
@@ -50,12 +53,26 @@ impl<B: Backend> Runner<B> {
         answers: Answers,
     ) -> io::Result<Self> {
         let width = terminal.size()?.width;
+        let history = driver.history_file();
+        let mut state = InteractiveState::new(width);
+        if let Some(file) = &history {
+            // A history that cannot be read is not worth refusing to start over.
+            match file.load() {
+                Ok(entries) => {
+                    state.reduce(Input::History(entries));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, path = %file.path().display(), "the prompt history cannot be read")
+                }
+            }
+        }
         Ok(Self {
             terminal,
-            state: InteractiveState::new(width),
+            state,
             driver,
             answers,
             context_stale: true,
+            history,
         })
     }
 
@@ -168,31 +185,50 @@ impl<B: Backend> Runner<B> {
             Effect::FollowUp(text) => driver.follow_up(&text).await.map(|()| None),
             Effect::Cancel => driver.cancel().map(|()| None),
             Effect::SendQueued => driver.send_queued().map(|()| None),
-            Effect::ShowModel => {
-                let model = driver.model();
-                let mut lines = vec![format!("model: {} ({})", model.model, model.provider)];
-                if !model.catalog.is_empty() {
-                    lines.push(format!("catalog: {}", model.catalog.join(", ")));
-                }
-                lines.push("/model NAME switches from the next step".into());
-                Ok(Some(Input::Notice(lines)))
-            }
+            Effect::ShowModel => Ok(Some(Input::Pick(model_picker(&driver.model())))),
             Effect::SetModel(model) => driver
                 .set_model(&model)
                 .map(|note| Some(Input::Notice(vec![note]))),
             Effect::ListAgents => Ok(Some(Input::Notice(agent_lines(&driver.list_agents())))),
-            Effect::ListSessions => driver.list_sessions().await.map(|sessions| {
-                Some(Input::Notice(session_lines(
-                    &sessions,
-                    self.state.session(),
-                )))
-            }),
+            Effect::ListSessions => driver
+                .list_sessions()
+                .await
+                .map(|sessions| Some(Input::Pick(session_picker(&sessions, self.state.session())))),
             Effect::Resume(id) => driver.resume(&id).await.map(|o| Some(Input::Opened(o))),
             Effect::Fork => driver.fork().await.map(|o| Some(Input::Opened(o))),
             Effect::NewSession => driver.new_session().await.map(|o| Some(Input::Opened(o))),
-            Effect::ShowPermission => Ok(Some(Input::Notice(permission_lines(Some(
-                driver.permission(),
-            ))))),
+            Effect::ShowPermission => Ok(Some(Input::Pick(permission_picker(driver.permission())))),
+            Effect::Remember(text) => {
+                if let Some(file) = &self.history {
+                    if let Err(error) = file.append(&text) {
+                        tracing::warn!(%error, "the prompt could not be added to the history file");
+                    }
+                }
+                return Ok(());
+            }
+            Effect::IndexFiles => match driver.workspace() {
+                Some(root) => {
+                    let index = tokio::task::spawn_blocking(move || FileIndex::walk(&root))
+                        .await
+                        .unwrap_or_default();
+                    Ok(Some(Input::Files(index)))
+                }
+                None => Ok(None),
+            },
+            Effect::Shell(command) => match driver.shell(&command) {
+                Ok(()) => Ok(None),
+                Err(error) => Ok(Some(Input::ShellDone {
+                    command,
+                    output: Err(error.to_string()),
+                })),
+            },
+            Effect::Rewind => match driver.rewind().await {
+                Ok((opened, text)) => {
+                    inputs.push_back(Input::Opened(opened));
+                    Ok(Some(Input::Edit(text)))
+                }
+                Err(error) => Err(error),
+            },
             Effect::Compact => driver
                 .compact()
                 .map(|()| None)
@@ -225,7 +261,6 @@ impl<B: Backend> Runner<B> {
     }
 }
 
-/// `/sessions` output: one row per session, the current one marked.
 /// The `/agents` listing: one line per subagent, indented by depth.
 pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
     if agents.is_empty() {
@@ -244,37 +279,6 @@ pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
             "  {id:<id_width$}  {:<11}  {}",
             agent.status,
             crate::tui::text::one_line(&crate::sanitize::sanitize(&agent.label))
-        ));
-    }
-    lines
-}
-
-pub fn session_lines(sessions: &[SessionListing], current: Option<&SessionId>) -> Vec<String> {
-    if sessions.is_empty() {
-        return vec!["no sessions in this workspace yet".into()];
-    }
-    let id_width = sessions
-        .iter()
-        .map(|s| s.id.as_str().len())
-        .max()
-        .unwrap_or(0);
-    let mut lines = vec!["sessions (/resume ID continues one):".to_owned()];
-    for session in sessions {
-        let mark = if Some(&session.id) == current {
-            "●"
-        } else {
-            " "
-        };
-        let turns = if session.turns == 1 {
-            "1 turn".to_owned()
-        } else {
-            format!("{} turns", session.turns)
-        };
-        lines.push(format!(
-            "  {mark} {:<id_width$}  {}  {turns:>9}  {}",
-            session.id.as_str(),
-            session.updated,
-            session.title
         ));
     }
     lines

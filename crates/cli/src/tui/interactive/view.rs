@@ -5,9 +5,13 @@
 
 use super::commands::CompletionView;
 use super::state::InteractiveState;
+use crate::tui::history::HistorySearch;
+use crate::tui::picker::Picker;
 use crate::tui::{InputView, StatusLine};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 /// Draws an [`InteractiveState`].
@@ -27,7 +31,11 @@ impl<'a> LiveView<'a> {
         let state = self.state;
         let approval = state.approval().map_or(0, |a| a.height(area.width));
         let input = state.input().height(area.width);
-        let completions = CompletionView::new(state.completions()).height();
+        // What shows below the input (a picker) gives way before the input and status do.
+        let completions = Below::of(state).height().min(
+            area.height
+                .saturating_sub(input.saturating_add(approval).saturating_add(1)),
+        );
         let fixed = approval
             .saturating_add(input)
             .saturating_add(completions)
@@ -72,7 +80,7 @@ impl Widget for LiveView<'_> {
             prompt.render(approval, buf);
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
-        CompletionView::new(state.completions()).render(completions, buf);
+        Below::of(state).render(completions, buf);
         let mut line = StatusLine::new(state.transcript())
             .agents(state.agents())
             .jobs(state.jobs());
@@ -80,5 +88,74 @@ impl Widget for LiveView<'_> {
             line = line.note(note);
         }
         line.render(status, buf);
+    }
+}
+
+/// What shows under the input box: an open picker, a Ctrl-R search, `@path` completions or
+/// `/command` completions (at most one of them applies at a time).
+enum Below<'a> {
+    Picker(&'a Picker),
+    Search(&'a HistorySearch),
+    Files(Vec<&'a str>, usize),
+    Commands(CompletionView<'a>),
+}
+
+impl<'a> Below<'a> {
+    fn of(state: &'a InteractiveState) -> Self {
+        if let Some(picker) = state.picker() {
+            return Self::Picker(picker);
+        }
+        if let Some(search) = state.history_search() {
+            return Self::Search(search);
+        }
+        let files = state.file_completions();
+        if !files.is_empty() {
+            return Self::Files(files, state.file_choice());
+        }
+        Self::Commands(CompletionView::new(state.completions()))
+    }
+
+    fn height(&self) -> u16 {
+        match self {
+            Self::Picker(picker) => picker.height(),
+            Self::Search(_) => 1,
+            Self::Files(files, _) => u16::try_from(files.len()).unwrap_or(0),
+            Self::Commands(view) => view.height(),
+        }
+    }
+
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let dim = Style::new().add_modifier(Modifier::DIM);
+        match self {
+            Self::Picker(picker) => picker.render(area, buf),
+            Self::Search(search) => {
+                let found = if search.found.is_some() || search.query.is_empty() {
+                    ""
+                } else {
+                    " (no match)"
+                };
+                let line = Line::from(vec![
+                    Span::styled("history search: ", dim),
+                    Span::raw(search.query.clone()),
+                    Span::styled(
+                        format!("{found}   Ctrl-R older · Enter keep · Esc cancel"),
+                        dim,
+                    ),
+                ]);
+                buf.set_line(area.x, area.y, &line, area.width);
+            }
+            Self::Files(files, choice) => {
+                for (i, (path, y)) in files.iter().zip(area.y..area.bottom()).enumerate() {
+                    let style = if i == choice {
+                        Style::new().add_modifier(Modifier::REVERSED)
+                    } else {
+                        Style::new()
+                    };
+                    let line = Line::styled(format!("  @{path}"), style);
+                    buf.set_line(area.x, y, &line, area.width);
+                }
+            }
+            Self::Commands(view) => view.render(area, buf),
+        }
     }
 }

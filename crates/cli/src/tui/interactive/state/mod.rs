@@ -6,12 +6,16 @@
 //! does I/O, so a test can drive the UI with scripted inputs and read what a person would
 //! see.
 
+mod editing;
 mod keys;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
+use crate::tui::complete::FileIndex;
+use crate::tui::history::{History, HistorySearch};
+use crate::tui::picker::Picker;
 use crate::tui::text::wrap;
 use crate::tui::{
     entry_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine, InputBox, RunState,
@@ -76,6 +80,19 @@ pub enum Input {
     Jobs(usize),
     /// How many subagents are working in this process.
     Agents(usize),
+    /// The prompt history kept across sessions, oldest first (read once at start).
+    History(Vec<String>),
+    /// The workspace's files, for `@path` completion (asked for by [`Effect::IndexFiles`]).
+    Files(FileIndex),
+    /// A list to choose from (`/resume`, `/sessions`, `/model`, `/permission`).
+    Pick(Picker),
+    /// A `!command` finished: its command line and its output (or why it did not run).
+    ShellDone {
+        command: String,
+        output: Result<String, String>,
+    },
+    /// Text to edit in the input box (Esc-Esc: the previous prompt of a rewound session).
+    Edit(String),
 }
 
 /// Something the runner must do.
@@ -107,6 +124,15 @@ pub enum Effect {
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
+    /// Append a sent prompt to the history file.
+    Remember(String),
+    /// List the workspace's files for `@path` completion; they come back as [`Input::Files`].
+    IndexFiles,
+    /// Run a `!command` in the workspace's sandbox; the output comes back as
+    /// [`Input::ShellDone`] and is never sent to the model.
+    Shell(String),
+    /// Esc-Esc: fork the session from just before its last prompt and edit that prompt.
+    Rewind,
 }
 
 /// One open approval question.
@@ -140,10 +166,22 @@ pub struct InteractiveState {
     pending: PendingInput,
     input: InputBox,
     approvals: VecDeque<Asked>,
-    /// Lines submitted in this UI, oldest first (Up and Down recall them).
-    history: Vec<String>,
-    /// The history entry being shown, while browsing.
-    recalled: Option<usize>,
+    /// Prompts sent, in this UI and earlier ones (Up, Down and Ctrl-R recall them).
+    history: History,
+    /// A Ctrl-R search under way.
+    search: Option<HistorySearch>,
+    /// The open picker, which has the keys while it is open.
+    picker: Option<Picker>,
+    /// The workspace's files once listed (`None` before the first `@`).
+    files: Option<FileIndex>,
+    /// The files were asked for.
+    files_asked: bool,
+    /// The highlighted `@path` completion.
+    file_choice: usize,
+    /// A first Esc on an empty, idle input: a second one rewinds.
+    esc_armed: bool,
+    /// A `!command` is running.
+    shell: Option<String>,
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
@@ -169,8 +207,14 @@ impl InteractiveState {
             pending: PendingInput::default(),
             input: InputBox::new(),
             approvals: VecDeque::new(),
-            history: Vec::new(),
-            recalled: None,
+            history: History::default(),
+            search: None,
+            picker: None,
+            files: None,
+            files_asked: false,
+            file_choice: 0,
+            esc_armed: false,
+            shell: None,
             quit_armed: 0,
             quitting: false,
             compacting: false,
@@ -243,6 +287,10 @@ impl InteractiveState {
     pub fn status_note(&self) -> Option<&'static str> {
         if self.quit_armed > 0 {
             Some("press Ctrl-C again to quit")
+        } else if self.esc_armed {
+            Some("press Esc again to edit your previous message (in a fork)")
+        } else if self.shell.is_some() {
+            Some("running a shell command (Esc stops it)")
         } else if !self.approvals.is_empty() {
             Some("waiting for your approval")
         } else if self.compacting {
@@ -261,12 +309,7 @@ impl InteractiveState {
         let mut effects = Vec::new();
         match input {
             Input::Key(key) => self.key(key, &mut effects),
-            Input::Paste(text) => {
-                if self.approvals.is_empty() {
-                    self.input
-                        .insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
-                }
-            }
+            Input::Paste(text) => self.paste(&text, &mut effects),
             Input::Resize { width } => self.width = width.max(1),
             Input::Commands(directory) => self.commands = directory,
             Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
@@ -322,6 +365,11 @@ impl InteractiveState {
             Input::Quit => self.quit(&mut effects),
             Input::Jobs(count) => self.jobs = count,
             Input::Agents(count) => self.agents = count,
+            Input::History(entries) => self.history = History::new(entries),
+            Input::Files(index) => self.files = Some(index),
+            Input::Pick(picker) => self.picker = Some(picker),
+            Input::ShellDone { command, output } => self.shell_done(command, output, &mut effects),
+            Input::Edit(text) => self.input.set_text(&text),
         }
         self.flush(&mut effects);
         self.sync_queue();
@@ -373,6 +421,14 @@ impl InteractiveState {
             OpenedHow::Forked { parent } => {
                 (format!("forked session {parent} into {}", opened.id), false)
             }
+            OpenedHow::Rewound { parent } => (
+                format!(
+                    "forked session {parent} from before its last prompt into {}; \
+                     edit the prompt and send it",
+                    opened.id
+                ),
+                true,
+            ),
         };
         let mut header = Vec::new();
         if self.printed != Printed::Nothing {
