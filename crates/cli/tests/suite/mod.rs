@@ -17,6 +17,7 @@ mod streams;
 mod subagents;
 mod tui_binary;
 mod tui_compact;
+mod tui_input;
 mod tui_runner;
 mod tui_state;
 mod tui_support;

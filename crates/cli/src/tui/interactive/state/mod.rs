@@ -434,7 +434,7 @@ impl InteractiveState {
         if self.printed != Printed::Nothing {
             header.push(Line::default());
         }
-        header.push(Line::styled(note, dim()));
+        header.extend(self.wrapped(&note, dim()));
         self.printed = Printed::Other;
         push_scrollback(effects, header);
         // A resumed session's history is printed by the next flush; a fork's is already on
