@@ -480,3 +480,46 @@ async fn slash_agents_lists_the_sessions_subagents_indented_by_depth() {
          idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…"
     );
 }
+
+#[tokio::test]
+async fn the_live_area_grows_with_a_streaming_answer_and_gives_the_rows_back() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 50, 30);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    runner.draw().unwrap();
+    let idle_height = runner.terminal_mut().get_frame().area().height;
+
+    let mut log = Log::default();
+    let mut events = log.turn_start(1);
+    events.push(log.user("count"));
+    events.push(log.chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    let counted: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    events.push(log.chunk(json!({"type": "text-delta", "index": 0, "text": counted})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    runner.draw().unwrap();
+    let streaming = runner.terminal_mut().get_frame().area().height;
+    assert!(
+        streaming > idle_height + 10,
+        "{streaming} rows streaming, {idle_height} idle"
+    );
+    let screen = terminal_text(&mut runner);
+    assert!(
+        screen.contains("line 1\n") && screen.contains("line 12"),
+        "{screen}"
+    );
+
+    let mut events = vec![log.assistant(&counted)];
+    events.extend(log.turn_end(1, json!({"kind": "completed"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    runner.draw().unwrap();
+    assert_eq!(runner.terminal_mut().get_frame().area().height, idle_height);
+    let screen = terminal_text(&mut runner);
+    assert_eq!(screen.matches("line 12").count(), 1, "{screen}");
+}

@@ -8,9 +8,9 @@ use super::driver::{AgentDriver, AgentListing, Answers};
 use super::pickers::{model_picker, permission_picker, session_picker};
 use super::state::{Effect, Input, InteractiveState};
 use super::view::LiveView;
+use super::viewport::{fit_viewport, io_error, LiveBackend};
 use crate::tui::complete::FileIndex;
 use crate::tui::history::HistoryFile;
-use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::text::Line;
 use ratatui::Terminal;
@@ -26,7 +26,7 @@ pub const TICK_MS: u64 = 250;
 const INSERT_CHUNK: usize = 1000;
 
 /// Drives one [`InteractiveState`] on one terminal.
-pub struct Runner<B: Backend> {
+pub struct Runner<B: LiveBackend> {
     terminal: Terminal<B>,
     state: InteractiveState,
     driver: Arc<dyn AgentDriver>,
@@ -37,7 +37,7 @@ pub struct Runner<B: Backend> {
     history: Option<HistoryFile>,
 }
 
-impl<B: Backend> std::fmt::Debug for Runner<B> {
+impl<B: LiveBackend> std::fmt::Debug for Runner<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
             .field("state", &self.state)
@@ -45,14 +45,18 @@ impl<B: Backend> std::fmt::Debug for Runner<B> {
     }
 }
 
-impl<B: Backend> Runner<B> {
+impl<B> Runner<B>
+where
+    B: LiveBackend,
+    B::Error: Send + Sync + 'static,
+{
     /// A runner over `terminal` (normally an inline viewport), sized to its width.
     pub fn new(
         terminal: Terminal<B>,
         driver: Arc<dyn AgentDriver>,
         answers: Answers,
     ) -> io::Result<Self> {
-        let width = terminal.size()?.width;
+        let width = terminal.size().map_err(io_error)?.width;
         let history = driver.history_file();
         let mut state = InteractiveState::new(width);
         if let Some(file) = &history {
@@ -101,6 +105,9 @@ impl<B: Backend> Runner<B> {
             if matches!(input, Input::Session { .. } | Input::Opened(_)) {
                 self.context_stale = true;
             }
+            if matches!(input, Input::Resize { .. }) {
+                self.terminal.backend_mut().resized();
+            }
             for effect in self.state.reduce(input) {
                 self.execute(effect, &mut inputs).await?;
             }
@@ -119,18 +126,43 @@ impl<B: Backend> Runner<B> {
         self.handle(Input::Context(fill)).await
     }
 
-    /// Draws the live area.
+    /// Draws the live area, first growing the viewport to what it shows (and shrinking it
+    /// while no turn runs, so the rows it gives back are not left blank for long).
     pub fn draw(&mut self) -> io::Result<()> {
+        self.fit(!self.state.is_running())?;
         let state = &self.state;
-        self.terminal.draw(|frame| {
-            let area = frame.area();
-            let view = LiveView::new(state);
-            if let Some(cursor) = view.cursor(area) {
-                frame.set_cursor_position(cursor);
-            }
-            frame.render_widget(view, area);
-        })?;
+        self.terminal
+            .draw(|frame| {
+                let area = frame.area();
+                let view = LiveView::new(state);
+                if let Some(cursor) = view.cursor(area) {
+                    frame.set_cursor_position(cursor);
+                }
+                frame.render_widget(view, area);
+            })
+            .map_err(io_error)?;
         Ok(())
+    }
+
+    /// Gives the viewport the height of the live view: always when it must grow, when it
+    /// may shrink only if `shrink`.
+    fn fit(&mut self, shrink: bool) -> io::Result<()> {
+        let width = self.terminal.size().map_err(io_error)?.width;
+        let wanted = LiveView::new(&self.state).height(width);
+        let current = self.terminal.get_frame().area().height;
+        if wanted > current || (shrink && wanted < current) {
+            fit_viewport(&mut self.terminal, wanted)?;
+        }
+        Ok(())
+    }
+
+    /// Draws a burst of changes as one synchronized update: lines printed into scrollback,
+    /// a viewport reopened at a new height and the redraw show at once.
+    fn draw_synchronized(&mut self) -> io::Result<()> {
+        self.terminal.backend_mut().synchronized(true)?;
+        let drawn = self.draw();
+        let ended = self.terminal.backend_mut().synchronized(false);
+        drawn.and(ended)
     }
 
     /// Runs until the person quits or `inputs` closes, then shuts the driver down. The
@@ -158,6 +190,7 @@ impl<B: Backend> Runner<B> {
                 },
                 _ = ticks.tick() => Input::Tick,
             };
+            self.terminal.backend_mut().synchronized(true)?;
             self.handle(input).await?;
             // Coalesce a burst (streamed chunks) into one redraw.
             while !self.state.is_quitting() {
@@ -167,7 +200,7 @@ impl<B: Backend> Runner<B> {
                 }
             }
             self.refresh_context().await?;
-            self.draw()?;
+            self.draw_synchronized()?;
         }
         Ok(())
     }
@@ -248,14 +281,18 @@ impl<B: Backend> Runner<B> {
 
     /// Prints `lines` above the viewport, where they scroll into the terminal's history.
     fn print(&mut self, lines: &[Line<'static>]) -> io::Result<()> {
+        // Give back the rows the printed lines leave, so they land where they were shown.
+        self.fit(true)?;
         for chunk in lines.chunks(INSERT_CHUNK) {
             let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
-            self.terminal.insert_before(height, |buf: &mut Buffer| {
-                let area = buf.area;
-                for (y, line) in (area.y..).zip(chunk) {
-                    buf.set_line(area.x, y, line, area.width);
-                }
-            })?;
+            self.terminal
+                .insert_before(height, |buf: &mut Buffer| {
+                    let area = buf.area;
+                    for (y, line) in (area.y..).zip(chunk) {
+                        buf.set_line(area.x, y, line, area.width);
+                    }
+                })
+                .map_err(io_error)?;
         }
         Ok(())
     }

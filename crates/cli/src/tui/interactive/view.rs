@@ -1,7 +1,8 @@
 //! The live area of the inline viewport: entries still changing, the approval prompt, the
-//! input box with its queue, the slash-command completions, and the status line. Finished entries are not here; they were
-//! printed into scrollback. When the live entries outgrow the viewport, their newest lines
-//! show (the whole entry reaches scrollback once it is finished).
+//! input box with its queue, the slash-command completions, and the status line. Finished
+//! entries are not here; they were printed into scrollback. The viewport grows to
+//! [`LiveView::height`] (see `viewport.rs`); when the live entries outgrow the screen, their
+//! newest lines show (the whole entry reaches scrollback once it is finished).
 
 use super::commands::CompletionView;
 use super::state::InteractiveState;
@@ -23,6 +24,17 @@ pub struct LiveView<'a> {
 impl<'a> LiveView<'a> {
     pub fn new(state: &'a InteractiveState) -> Self {
         Self { state }
+    }
+
+    /// The rows this view wants on a screen `width` columns wide: every live line, the
+    /// prompt, the input, the completions and the status line.
+    pub fn height(&self, width: u16) -> u16 {
+        let state = self.state;
+        let live = u16::try_from(state.live_lines().len()).unwrap_or(u16::MAX);
+        live.saturating_add(state.approval().map_or(0, |a| a.height(width)))
+            .saturating_add(state.input().height(width))
+            .saturating_add(Below::of(state).height())
+            .saturating_add(1)
     }
 
     /// Live entries, approval prompt, input box, status line, top-aligned: the input sits
