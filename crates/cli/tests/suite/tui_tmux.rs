@@ -165,6 +165,11 @@ impl Tmux {
         self.run(&["send-keys", "-t", "dsh", "Enter"]);
     }
 
+    /// Types `text` literally, without Enter.
+    pub(super) fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "dsh", "-l", text]);
+    }
+
     pub(super) fn keys(&self, keys: &str) {
         self.run(&["send-keys", "-t", "dsh", keys]);
     }

@@ -11,22 +11,38 @@ use dsh_tools_builtin::{Bash, BashArgs};
 use std::sync::{Arc, PoisonError};
 use tokio_util::sync::CancellationToken;
 
-/// Where a rewind forks: the `turn/start` seq of the turn that took the last prompt a
-/// person typed, and that prompt's text. `None` when nobody typed a prompt yet.
+/// Where a rewind forks: the first seq the fork leaves out, and the last prompt a person
+/// typed. The cut is the `turn/start` of the turn that took the prompt, or the inbox splice
+/// that queued it when that came earlier outside any turn (so the fork does not show the
+/// prompt as still queued). `None` when nobody typed a prompt yet.
 pub(super) fn rewind_point(events: &[Arc<SessionEvent>]) -> Option<(u64, String)> {
-    let (index, text) = events.iter().enumerate().rev().find_map(|(i, event)| {
+    let (index, message) = events.iter().enumerate().rev().find_map(|(i, event)| {
         let EventData::UserMessage(message) = &event.data else {
             return None;
         };
         let typed = matches!(message.source, MessageSource::User { .. })
             && !matches!(event.surface_op, Some(SurfaceOp::Replace { .. }));
-        typed.then(|| (i, message.text()))
+        typed.then_some((i, message))
     })?;
-    let turn_start = events[..index]
+    let start = events[..index]
         .iter()
-        .rev()
-        .find(|e| matches!(e.data, EventData::TurnStart(_)))?;
-    Some((turn_start.seq, text))
+        .rposition(|e| matches!(e.data, EventData::TurnStart(_)))?;
+    let mut open_turn = false;
+    let mut cut = events[start].seq;
+    for event in &events[..start] {
+        match &event.data {
+            EventData::TurnStart(_) => open_turn = true,
+            EventData::TurnEnd(_) => open_turn = false,
+            EventData::InboxSpliced(splice)
+                if !open_turn && splice.inserted.iter().any(|m| m.id == message.id) =>
+            {
+                cut = event.seq;
+                break;
+            }
+            _ => {}
+        }
+    }
+    Some((cut, message.text()))
 }
 
 impl AppDriver {
@@ -120,7 +136,7 @@ impl AppDriver {
             .map_err(DriverError::failed)?;
         let events = agent.session().events().to_vec();
         drop(agent);
-        let Some((turn_start, text)) = rewind_point(&events) else {
+        let Some((cut, text)) = rewind_point(&events) else {
             return Err(DriverError::Failed(
                 "nothing to edit yet: this session has no prompt".into(),
             ));
@@ -128,7 +144,7 @@ impl AppDriver {
         let how = OpenedHow::Rewound {
             parent: parent.clone(),
         };
-        let Some(boundary) = turn_start.checked_sub(1) else {
+        let Some(boundary) = cut.checked_sub(1) else {
             // The prompt opened the log: the fork is an empty session.
             let id = Runtime::new_session_id();
             self.switch(id.clone(), None).await;
@@ -173,6 +189,43 @@ mod tests {
             json!({"id": format!("m{seq}"), "role": "user", "source": {"kind": kind},
                    "content": [{"type": "text", "text": text}]}),
         )
+    }
+
+    fn queued(seq: u64, id: &str) -> Arc<SessionEvent> {
+        event(
+            seq,
+            "agent/inbox/spliced",
+            json!({"target": "next-turn", "start": 0, "inserted": [
+                {"id": id, "role": "user", "source": {"kind": "user"},
+                 "content": [{"type": "text", "text": "queued"}]}]}),
+        )
+    }
+
+    #[test]
+    fn the_rewind_point_is_before_the_splice_that_queued_the_last_prompt() {
+        let events = vec![
+            event(0, "permission/preset", json!({"preset": "workspace-write"})),
+            queued(1, "m3"),
+            event(2, "turn/start", json!({"turn": 1})),
+            user(3, "first", "user"),
+            event(
+                4,
+                "turn/end",
+                json!({"turn": 1, "reason": {"kind": "completed"}}),
+            ),
+            // Queued while turn 2 ran: cutting there would cut inside the turn.
+            event(5, "turn/start", json!({"turn": 2})),
+            queued(6, "m9"),
+            event(
+                7,
+                "turn/end",
+                json!({"turn": 2, "reason": {"kind": "completed"}}),
+            ),
+            event(8, "turn/start", json!({"turn": 3})),
+            user(9, "follow-up", "user"),
+        ];
+        assert_eq!(rewind_point(&events[..4]), Some((1, "first".into())));
+        assert_eq!(rewind_point(&events), Some((8, "follow-up".into())));
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! completion, the pickers, `!command` and Esc-Esc.
 
 use super::{dim, Effect, InteractiveState};
-use crate::sanitize::sanitize;
 use crate::tui::complete::{at_token, complete_at, MAX_MATCHES};
 use crate::tui::editor::MAX_INPUT_BYTES;
 use crate::tui::history::HistorySearch;
@@ -286,8 +285,7 @@ impl InteractiveState {
             );
             return;
         }
-        let echo = Line::styled(format!("! {}", sanitize(command)), dim());
-        self.note(vec![echo], effects);
+        // The command and its output are printed together when it finishes.
         self.shell = Some(command.to_owned());
         effects.push(Effect::Shell(command.to_owned()));
     }
@@ -299,19 +297,21 @@ impl InteractiveState {
         effects: &mut Vec<Effect>,
     ) {
         self.shell = None;
+        let mut lines = self.wrapped(&format!("! {command}"), dim());
         let text = match output {
             Ok(text) => text,
             Err(error) => {
-                self.error(format!("!{command}: {error}"), effects);
+                lines.extend(self.wrapped(&format!("✗ {error}"), Style::new().fg(Color::Red)));
+                self.note(lines, effects);
                 return;
             }
         };
         let all: Vec<&str> = text.lines().collect();
-        let mut lines: Vec<Line<'static>> = all
-            .iter()
-            .take(SHELL_PRINT_LINES)
-            .flat_map(|line| self.wrapped(line, Style::new()))
-            .collect();
+        lines.extend(
+            all.iter()
+                .take(SHELL_PRINT_LINES)
+                .flat_map(|line| self.wrapped(line, Style::new())),
+        );
         if all.len() > SHELL_PRINT_LINES {
             lines.push(Line::styled(
                 format!("… {} more lines", all.len() - SHELL_PRINT_LINES),
