@@ -96,7 +96,7 @@ fn bash_fixture() {
             "  └ TODO: write more tests",
             "    status: draft",
             "    owner: nobody",
-            "• notes.txt has three lines: a TODO to write more tests, `status: draft`, and `owner: nobody`.",
+            "• notes.txt has three lines: a TODO to write more tests, status: draft, and owner: nobody.",
             "─ turn 1 completed",
         ],
     );
@@ -116,7 +116,7 @@ fn read_edit_fixture() {
             "• Updating the status line.",
             "✓ edit  notes.txt",
             "  └ The file /home/user/project/notes.txt has been updated successfully.",
-            "• Done: notes.txt now says `status: reviewed`.",
+            "• Done: notes.txt now says status: reviewed.",
         ],
     );
 }

@@ -64,20 +64,7 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
             text,
             streaming,
             interrupted,
-        } => {
-            let mut lines = block("• ", "  ", text, width, Style::new());
-            if *streaming {
-                push_suffix(
-                    &mut lines,
-                    " ▍",
-                    Style::new().add_modifier(Modifier::SLOW_BLINK),
-                );
-            }
-            if *interrupted {
-                lines.push(Line::styled("  (interrupted)", dim()));
-            }
-            lines
-        }
+        } => assistant_lines(text, width, false, *streaming, *interrupted),
         Entry::Reasoning { text, streaming } => {
             reasoning_lines(text, *streaming, width, detail.reasoning)
         }
@@ -88,6 +75,46 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
         Entry::Todos(todos) => todo_lines(todos, width),
         Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),
     }
+}
+
+/// Assistant text rendered as markdown, after `• ` (or indented only, when `continued`:
+/// the part after what a streaming answer already committed to scrollback).
+pub fn assistant_lines(
+    text: &str,
+    width: usize,
+    continued: bool,
+    streaming: bool,
+    interrupted: bool,
+) -> Vec<Line<'static>> {
+    let theme = super::theme::current();
+    let rendered = super::markdown::render(text.trim_end(), width.saturating_sub(2), theme);
+    let mut lines: Vec<Line<'static>> = rendered
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let prefix = if i == 0 && !continued { "• " } else { "  " };
+            let mut spans = vec![Span::raw(prefix)];
+            spans.extend(line.spans);
+            Line::from(spans)
+        })
+        .collect();
+    if lines.is_empty() && !continued {
+        lines.push(Line::from("• "));
+    }
+    if streaming {
+        if lines.is_empty() {
+            lines.push(Line::from("  "));
+        }
+        push_suffix(
+            &mut lines,
+            " ▍",
+            Style::new().add_modifier(Modifier::SLOW_BLINK),
+        );
+    }
+    if interrupted {
+        lines.push(Line::styled("  (interrupted)", dim()));
+    }
+    lines
 }
 
 fn dim() -> Style {

@@ -12,7 +12,9 @@ mod context;
 mod input;
 pub mod interactive;
 mod lines;
+pub mod markdown;
 mod text;
+pub mod theme;
 mod transcript;
 mod trust_prompt;
 mod views;
@@ -20,7 +22,7 @@ mod views;
 pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use context::ContextFill;
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
+pub use lines::{assistant_lines, entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,
