@@ -8,6 +8,7 @@
 //! files do no I/O.
 
 mod approval;
+pub mod cards;
 mod context;
 mod input;
 pub mod interactive;

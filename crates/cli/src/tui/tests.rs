@@ -232,15 +232,15 @@ fn a_tool_card_with_success() {
     let transcript = tool_turn(json!("running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n\ntest result: ok. 3 passed"), None);
     assert_eq!(
         draw(40, 9, TranscriptView::new(&transcript)),
-        "\n\
-         › Run the tests\n\
+        "› Run the tests\n\
          \n\
          ✓ bash  cargo test -q\n  \
            └ running 3 tests\n    \
              test a ... ok\n    \
              test b ... ok\n    \
-             test c ... ok\n    \
-             … 2 more lines"
+             test c ... ok\n\
+         \n    \
+             test result: ok. 3 passed"
     );
 }
 

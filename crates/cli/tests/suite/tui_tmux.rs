@@ -267,12 +267,19 @@ async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
     .unwrap();
     assert!(asked.contains("│bash  echo tui-ok"), "{asked}");
     assert!(asked.contains("waiting for your approval"), "{asked}");
+    // The card says the exit code and how long the command took (not asserted: wall clock).
+    let mut shown = lines_from(&done, "› run the check", 7);
+    if let Some(card) = shown.get_mut(2) {
+        if let Some(at) = card.find(" · ") {
+            card.truncate(at);
+        }
+    }
     assert_eq!(
-        lines_from(&done, "› run the check", 7),
+        shown,
         [
             "› run the check",
             "",
-            "✓ bash  echo tui-ok",
+            "✓ bash  echo tui-ok  exit 0",
             "  └ tui-ok",
             "",
             "• It printed tui-ok.",

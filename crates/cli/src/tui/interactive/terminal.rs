@@ -92,7 +92,12 @@ pub async fn run_terminal(
 ) -> io::Result<()> {
     let raw = RawMode::enter()?;
     let rows = terminal::size()?.1;
-    let backend = KnownCursor::stdout();
+    let theme = crate::tui::theme::Theme::choose(crate::tui::theme::ThemeChoice::Auto, |name| {
+        std::env::var(name).ok()
+    });
+    let colour = theme.colour;
+    crate::tui::theme::set(theme);
+    let backend = KnownCursor::stdout(colour);
     let terminal = Terminal::with_options(
         backend,
         TerminalOptions {

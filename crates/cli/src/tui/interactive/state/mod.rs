@@ -503,18 +503,25 @@ impl InteractiveState {
         lines
     }
 
-    /// Ctrl-O: shows compaction cards with their summary, or as one line. Cards already in
-    /// scrollback cannot change there, so opening prints the newest one again, in full.
+    /// Ctrl-O: shows every card in full (a tool card's whole diff or output, a compaction
+    /// card's summary), or collapsed again. Cards already in scrollback cannot change there,
+    /// so opening prints the newest one that hides something again, in full.
     pub(super) fn toggle_compaction(&mut self, effects: &mut Vec<Effect>) {
         let expanded = !self.transcript.compaction_expanded();
         self.transcript.set_compaction_expanded(expanded);
         if !expanded {
             return;
         }
-        let newest = self.transcript.entries()[..self.flushed]
-            .iter()
-            .rev()
-            .find(|entry| matches!(entry, Entry::Compaction(card) if card.compacted().is_some()));
+        let theme = crate::tui::theme::current();
+        let newest =
+            self.transcript.entries()[..self.flushed]
+                .iter()
+                .rev()
+                .find(|entry| match entry {
+                    Entry::Compaction(card) => card.compacted().is_some(),
+                    Entry::Tool(card) => crate::tui::cards::tool_card(card, theme).is_clipped(),
+                    _ => false,
+                });
         if let Some(entry) = newest {
             let lines = entry_lines(entry, self.width, Detail::of(&self.transcript));
             self.note(lines, effects);
