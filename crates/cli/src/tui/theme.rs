@@ -1,41 +1,22 @@
 //! The TUI's colours: one palette for dark terminals, one for light ones, and none at all
 //! under `NO_COLOR` (emphasis then rests on bold, italic, underline and dim alone).
 //!
-//! Chosen once at start-up ([`set`], from `[ui] theme` and the environment) and read by the
+//! Chosen once at start-up ([`set`], from `[ui] theme` and `NO_COLOR`) and read by the
 //! pure renderers through [`current`]; until set it is the dark palette, which is what
 //! tests render with.
 
 use ratatui::style::{Color, Modifier, Style};
 use std::sync::OnceLock;
 
-/// `[ui] theme`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ThemeChoice {
-    /// Dark unless the terminal says its background is light (`COLORFGBG`).
-    #[default]
-    Auto,
-    Dark,
-    Light,
-}
-
-impl ThemeChoice {
-    pub const NAMES: [&'static str; 3] = ["auto", "dark", "light"];
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "auto" => Some(Self::Auto),
-            "dark" => Some(Self::Dark),
-            "light" => Some(Self::Light),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Dark => "dark",
-            Self::Light => "light",
-        }
+dsh_protocol::word_enum! {
+    /// `[ui] theme`.
+    #[derive(Default)]
+    pub enum ThemeChoice {
+        /// Dark unless the terminal says its background is light (`COLORFGBG`).
+        #[default]
+        Auto = "auto",
+        Dark = "dark",
+        Light = "light",
     }
 }
 
