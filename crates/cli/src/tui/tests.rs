@@ -380,6 +380,26 @@ fn the_status_line() {
         draw(80, 1, StatusLine::new(&fresh).agents(1)),
         "running · turn 4 step 1 · 1 agent · qwen3 (openai-compatible) · 0 in / 0 out"
     );
+    // What the turn is doing: thinking, then running its tools.
+    running.add(
+        "assistant/chunk",
+        json!({"turn": 4, "step": 1, "chunk": {"type": "block-start", "index": 0, "blockType": "reasoning"}}),
+    );
+    assert!(StatusLine::new(&running.transcript())
+        .text()
+        .starts_with("running · turn 4 step 1 · thinking · "));
+    running
+        .add(
+            "tool/call",
+            json!({"turn": 4, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
+        )
+        .add(
+            "tool/call",
+            json!({"turn": 4, "step": 1, "callId": "c2", "name": "read", "arguments": "{}"}),
+        );
+    assert!(StatusLine::new(&running.transcript())
+        .text()
+        .starts_with("running · turn 4 step 1 · running bash, read · "));
 }
 
 #[test]
