@@ -50,6 +50,10 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
         return Ok(exit::USAGE);
     }
     let settings = load(env, &global.overrides())?;
+    crate::tui::theme::set(crate::tui::theme::Theme::choose(
+        settings.ui.theme.value,
+        |name| env.get(name).map(|v| v.to_string_lossy().into_owned()),
+    ));
     let options = BootOptions::from_process(global.cwd.clone())?;
     ask_workspace_trust(&settings, &options, env)?;
     let tokio = tokio::runtime::Builder::new_current_thread()

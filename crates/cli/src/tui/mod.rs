@@ -11,6 +11,7 @@
 //! files do no I/O.
 
 mod approval;
+pub mod cards;
 pub mod complete;
 mod context;
 pub mod editor;
@@ -18,8 +19,10 @@ pub mod history;
 mod input;
 pub mod interactive;
 mod lines;
+pub mod markdown;
 pub mod picker;
 mod text;
+pub mod theme;
 mod transcript;
 mod trust_prompt;
 mod views;
@@ -27,7 +30,7 @@ mod views;
 pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use context::ContextFill;
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
+pub use lines::{assistant_lines, entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,

@@ -2,7 +2,7 @@
 
 use super::lines::transcript_lines;
 use super::text::{compact_count, truncate};
-use super::transcript::{RunState, Transcript};
+use super::transcript::{Entry, RunState, ToolState, Transcript};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -99,6 +99,11 @@ impl<'a> StatusLine<'a> {
                 } => format!("retrying ({retry})"),
             },
         });
+        if self.note.is_none() && t.run_state() != RunState::Idle {
+            if let Some(activity) = activity(t) {
+                parts.push(activity);
+            }
+        }
         let mut work = Vec::new();
         match self.agents {
             0 => {}
@@ -130,6 +135,32 @@ impl<'a> StatusLine<'a> {
         }
         parts.join(" · ")
     }
+}
+
+/// What the running turn is doing right now: `thinking`, `writing`, or the tools running.
+fn activity(transcript: &Transcript) -> Option<String> {
+    let mut running: Vec<&str> = Vec::new();
+    for entry in transcript.entries().iter().rev() {
+        match entry {
+            Entry::Tool(card) if matches!(card.state, ToolState::Running) => {
+                running.push(&card.name);
+            }
+            Entry::Tool(_) => {}
+            Entry::Reasoning {
+                streaming: true, ..
+            } if running.is_empty() => return Some("thinking".into()),
+            Entry::Assistant {
+                streaming: true, ..
+            } if running.is_empty() => return Some("writing".into()),
+            _ => break,
+        }
+    }
+    if running.is_empty() {
+        return None;
+    }
+    running.reverse();
+    running.dedup();
+    Some(format!("running {}", running.join(", ")))
 }
 
 impl Widget for StatusLine<'_> {

@@ -25,4 +25,5 @@ mod tui_tmux;
 mod tui_tmux_compact;
 mod tui_tmux_input;
 mod tui_tmux_mcp;
+mod tui_tmux_render;
 mod tui_tmux_trust;

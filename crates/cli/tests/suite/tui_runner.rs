@@ -523,3 +523,66 @@ async fn the_live_area_grows_with_a_streaming_answer_and_gives_the_rows_back() {
     let screen = terminal_text(&mut runner);
     assert_eq!(screen.matches("line 12").count(), 1, "{screen}");
 }
+
+#[tokio::test]
+async fn a_streamed_markdown_answer_commits_finished_blocks_and_renders_like_the_whole() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 50, 30);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    let answer = "## Plan\n\nFirst **do** this.\n\n```rust\nfn main() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.";
+    let mut log = Log::default();
+    let mut events = log.turn_start(1);
+    events.push(log.user("plan"));
+    events.push(log.chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    let live_text = |runner: &Runner<TestBackend>| -> String {
+        let lines: Vec<String> = runner
+            .state()
+            .live_lines()
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        lines.join("\n")
+    };
+    // Chunk by chunk, the live area holds only the open block.
+    let mut max_live = 0;
+    for piece in answer.split_inclusive(' ') {
+        let event = log.chunk(json!({"type": "text-delta", "index": 0, "text": piece}));
+        runner.handle(session_input(&event)).await.unwrap();
+        max_live = max_live.max(runner.state().live_lines().len());
+    }
+    assert!(max_live <= 6, "the live area held {max_live} lines");
+    assert_eq!(live_text(&runner), "\n  Done. ▍");
+    let mut events = vec![
+        log.chunk(
+            json!({"type": "block-end", "index": 0, "block": {"type": "text", "text": answer}}),
+        ),
+        log.assistant(answer),
+    ];
+    events.extend(log.turn_end(1, json!({"kind": "completed"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    let screen = terminal_text(&mut runner);
+    let expected = "› plan\n\
+         \n\
+         • Plan\n\
+         \n  \
+           First do this.\n\
+         \n    \
+             fn main() {}\n\
+         \n  \
+           a │ b\n  \
+           ──┼──\n  \
+           1 │ 2\n\
+         \n  \
+           Done.\n\
+         \n\
+         ─ turn 1 completed";
+    assert!(screen.contains(expected), "{screen}");
+}

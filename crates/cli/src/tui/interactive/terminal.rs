@@ -92,7 +92,8 @@ pub async fn run_terminal(
 ) -> io::Result<()> {
     let raw = RawMode::enter()?;
     let rows = terminal::size()?.1;
-    let backend = KnownCursor::stdout();
+    // The palette was chosen from `[ui] theme` and `NO_COLOR` before the UI started.
+    let backend = KnownCursor::stdout(crate::tui::theme::current().colour);
     let terminal = Terminal::with_options(
         backend,
         TerminalOptions {

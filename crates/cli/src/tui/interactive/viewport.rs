@@ -46,13 +46,17 @@ impl LiveBackend for TestBackend {
 pub struct KnownCursor {
     inner: CrosstermBackend<Stdout>,
     cursor: Option<Position>,
+    /// `false` under `NO_COLOR`: cells are written without their colours (bold, dim and
+    /// the other modifiers stay), whoever styled them.
+    colour: bool,
 }
 
 impl KnownCursor {
-    pub fn stdout() -> Self {
+    pub fn stdout(colour: bool) -> Self {
         Self {
             inner: CrosstermBackend::new(io::stdout()),
             cursor: None,
+            colour,
         }
     }
 }
@@ -62,6 +66,7 @@ impl LiveBackend for KnownCursor {
         Self {
             inner: CrosstermBackend::new(io::stdout()),
             cursor: self.cursor,
+            colour: self.colour,
         }
     }
 
@@ -87,7 +92,19 @@ impl Backend for KnownCursor {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        self.inner.draw(content)
+        if self.colour {
+            return self.inner.draw(content);
+        }
+        let plain: Vec<(u16, u16, Cell)> = content
+            .map(|(x, y, cell)| {
+                let mut cell = cell.clone();
+                cell.fg = ratatui::style::Color::Reset;
+                cell.bg = ratatui::style::Color::Reset;
+                (x, y, cell)
+            })
+            .collect();
+        self.inner
+            .draw(plain.iter().map(|(x, y, cell)| (*x, *y, cell)))
     }
 
     fn append_lines(&mut self, n: u16) -> io::Result<()> {

@@ -15,11 +15,12 @@ use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::complete::FileIndex;
 use crate::tui::history::{History, HistorySearch};
+use crate::tui::markdown::finished_prefix;
 use crate::tui::picker::Picker;
 use crate::tui::text::wrap;
 use crate::tui::{
-    entry_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine, InputBox, RunState,
-    ToolState, Transcript,
+    assistant_lines, entry_lines, ApprovalPrompt, ContextFill, Detail, Entry, EscalationLine,
+    InputBox, RunState, ToolState, Transcript,
 };
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
@@ -162,6 +163,9 @@ pub struct InteractiveState {
     next_seq: u64,
     /// Entries before this index are in scrollback.
     flushed: usize,
+    /// Bytes of the streaming answer at `flushed` already printed: its finished markdown
+    /// blocks, committed while the rest still streams.
+    streamed: usize,
     printed: Printed,
     pending: PendingInput,
     input: InputBox,
@@ -203,6 +207,7 @@ impl InteractiveState {
             transcript: Transcript::new(),
             next_seq: 0,
             flushed: 0,
+            streamed: 0,
             printed: Printed::Nothing,
             pending: PendingInput::default(),
             input: InputBox::new(),
@@ -440,6 +445,7 @@ impl InteractiveState {
         // A resumed session's history is printed by the next flush; a fork's is already on
         // screen, and a new session has none.
         self.flushed = if replay { 0 } else { self.settled_prefix() };
+        self.streamed = 0;
     }
 
     /// Prints `lines` into scrollback after everything settled so far.
@@ -478,18 +484,64 @@ impl InteractiveState {
             .unwrap_or(entries.len())
     }
 
-    /// Moves newly settled entries into scrollback.
+    /// Moves newly settled entries into scrollback, then the finished blocks of an answer
+    /// still streaming.
     fn flush(&mut self, effects: &mut Vec<Effect>) {
         let settled = self.settled_prefix();
-        if settled <= self.flushed {
+        if settled > self.flushed {
+            let mut lines = Vec::new();
+            let detail = Detail::of(&self.transcript);
+            let mut skip = self.streamed;
+            for entry in &self.transcript.entries()[self.flushed..settled] {
+                push_entry(
+                    &mut lines,
+                    &mut self.printed,
+                    entry,
+                    skip,
+                    self.width,
+                    detail,
+                );
+                skip = 0;
+            }
+            self.flushed = settled;
+            self.streamed = 0;
+            push_scrollback(effects, lines);
+        }
+        self.commit_streamed(effects);
+    }
+
+    /// Prints the finished markdown blocks of the answer streaming at `flushed`: they
+    /// render once, and only the open block after them re-renders per chunk.
+    fn commit_streamed(&mut self, effects: &mut Vec<Effect>) {
+        let Some(Entry::Assistant {
+            text,
+            streaming: true,
+            ..
+        }) = self.transcript.entries().get(self.flushed)
+        else {
+            return;
+        };
+        let cut = finished_prefix(text);
+        if cut <= self.streamed {
             return;
         }
+        let Some(part) = text.get(self.streamed..cut) else {
+            return;
+        };
+        let continued = self.streamed > 0;
         let mut lines = Vec::new();
-        let detail = Detail::of(&self.transcript);
-        for entry in &self.transcript.entries()[self.flushed..settled] {
-            push_entry(&mut lines, &mut self.printed, entry, self.width, detail);
+        if self.printed != Printed::Nothing {
+            lines.push(Line::default());
         }
-        self.flushed = settled;
+        lines.extend(assistant_lines(
+            part,
+            usize::from(self.width),
+            continued,
+            false,
+            false,
+        ));
+        self.printed = Printed::Other;
+        self.streamed = cut;
         push_scrollback(effects, lines);
     }
 
@@ -499,24 +551,33 @@ impl InteractiveState {
         let mut lines = Vec::new();
         let mut printed = self.printed;
         let detail = Detail::of(&self.transcript);
+        let mut skip = self.streamed;
         for entry in &self.transcript.entries()[self.flushed..] {
-            push_entry(&mut lines, &mut printed, entry, self.width, detail);
+            push_entry(&mut lines, &mut printed, entry, skip, self.width, detail);
+            skip = 0;
         }
         lines
     }
 
-    /// Ctrl-O: shows compaction cards with their summary, or as one line. Cards already in
-    /// scrollback cannot change there, so opening prints the newest one again, in full.
+    /// Ctrl-O: shows every card in full (a tool card's whole diff or output, a compaction
+    /// card's summary), or collapsed again. Cards already in scrollback cannot change there,
+    /// so opening prints the newest one that hides something again, in full.
     pub(super) fn toggle_compaction(&mut self, effects: &mut Vec<Effect>) {
         let expanded = !self.transcript.compaction_expanded();
         self.transcript.set_compaction_expanded(expanded);
         if !expanded {
             return;
         }
-        let newest = self.transcript.entries()[..self.flushed]
-            .iter()
-            .rev()
-            .find(|entry| matches!(entry, Entry::Compaction(card) if card.compacted().is_some()));
+        let theme = crate::tui::theme::current();
+        let newest =
+            self.transcript.entries()[..self.flushed]
+                .iter()
+                .rev()
+                .find(|entry| match entry {
+                    Entry::Compaction(card) => card.compacted().is_some(),
+                    Entry::Tool(card) => crate::tui::cards::tool_card(card, theme).is_clipped(),
+                    _ => false,
+                });
         if let Some(entry) = newest {
             let lines = entry_lines(entry, self.width, Detail::of(&self.transcript));
             self.note(lines, effects);
@@ -530,11 +591,13 @@ impl InteractiveState {
 }
 
 /// Appends `entry`'s lines, after a blank line unless it starts the screen or joins a run of
-/// tool cards (parallel calls stay together).
+/// tool cards (parallel calls stay together). `skip` bytes of an answer's text are in
+/// scrollback already; the rest continues them.
 fn push_entry(
     lines: &mut Vec<Line<'static>>,
     printed: &mut Printed,
     entry: &Entry,
+    skip: usize,
     width: u16,
     detail: Detail,
 ) {
@@ -543,12 +606,61 @@ fn push_entry(
     if *printed != Printed::Nothing && !together {
         lines.push(Line::default());
     }
-    lines.extend(entry_lines(entry, width, detail));
+    match entry {
+        Entry::Assistant {
+            text,
+            streaming,
+            interrupted,
+        } if skip > 0 => {
+            let rest = live_tail(text.get(skip..).unwrap_or(""), *streaming);
+            lines.extend(assistant_lines(
+                rest,
+                usize::from(width),
+                true,
+                *streaming,
+                *interrupted,
+            ));
+        }
+        Entry::Assistant {
+            text,
+            streaming: true,
+            interrupted,
+        } => lines.extend(assistant_lines(
+            live_tail(text, true),
+            usize::from(width),
+            false,
+            true,
+            *interrupted,
+        )),
+        _ => lines.extend(entry_lines(entry, width, detail)),
+    }
     *printed = if is_tool {
         Printed::Tool
     } else {
         Printed::Other
     };
+}
+
+/// The most of an open block re-rendered per chunk: the screen shows its newest lines only,
+/// and a block that never ends (a 5 MB line) must not cost its whole length per chunk.
+const LIVE_TAIL_BYTES: usize = 16 * 1024;
+
+/// The end of `text` worth rendering while it streams: all of it when short, else its last
+/// [`LIVE_TAIL_BYTES`] from a line start (or a character boundary, in one long line). The
+/// whole text is rendered once it is committed.
+fn live_tail(text: &str, streaming: bool) -> &str {
+    if !streaming || text.len() <= LIVE_TAIL_BYTES {
+        return text;
+    }
+    let mut start = text.len() - LIVE_TAIL_BYTES;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &text[start..];
+    match tail.find('\n') {
+        Some(newline) if newline + 1 < tail.len() => &tail[newline + 1..],
+        _ => tail,
+    }
 }
 
 /// Whether an entry is finished; `last` says whether anything follows it.
