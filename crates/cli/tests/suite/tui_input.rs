@@ -167,7 +167,9 @@ fn up_and_down_recall_the_history_and_ctrl_r_searches_it() {
     );
 
     press(&mut state, [ctrl('r')]);
-    type_text(&mut state, "pars");
+    type_text(&mut state, "pa");
+    // A paste goes into the query.
+    press(&mut state, [Input::Paste("rs\nignored".into())]);
     assert_eq!(buffer(&state), "explain the parser|");
     assert!(
         screen(&state, 4).contains("history search: pars"),

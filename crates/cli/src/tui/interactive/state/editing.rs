@@ -86,6 +86,14 @@ impl InteractiveState {
                 .for_each(|c| picker.type_char(c));
             return;
         }
+        if self.search.is_some() {
+            // Pasted into the search query, one line of it.
+            let line = text.lines().next().unwrap_or_default();
+            for ch in line.chars() {
+                self.search_key(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::NONE));
+            }
+            return;
+        }
         self.history.reset();
         if let Some(cut) = self.input.insert_str(text) {
             self.error(
