@@ -18,6 +18,7 @@ mod subagents;
 mod tui_binary;
 mod tui_compact;
 mod tui_runner;
+mod tui_screens;
 mod tui_state;
 mod tui_support;
 mod tui_tmux;
