@@ -19,6 +19,7 @@ mod tui_binary;
 mod tui_compact;
 mod tui_input;
 mod tui_runner;
+mod tui_screens;
 mod tui_state;
 mod tui_support;
 mod tui_tmux;

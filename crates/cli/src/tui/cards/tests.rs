@@ -164,7 +164,7 @@ fn searches_show_counts_and_errors_their_code() {
 #[test]
 fn hostile_file_contents_in_a_diff_are_sanitized_and_bounded() {
     let theme = Theme::dark();
-    let new = format!("{}\x1b]0;pwned\x07\n", "y".repeat(10_000));
+    let new = format!("a\x1b]0;pwned\x07b\x1b[2J\n{}\n", "y".repeat(10_000));
     let tool = card(
         "write",
         "x",
@@ -173,6 +173,7 @@ fn hostile_file_contents_in_a_diff_are_sanitized_and_bounded() {
     );
     let lines = tool_card(&tool, &theme).lines(80, true, &theme);
     let shown = text(&lines);
+    assert!(shown.contains("+ ab\n"), "{shown}");
     assert!(!shown.contains('\x1b') && !shown.contains("pwned"));
     assert!(lines.iter().all(|l| l.width() <= 80));
 }
