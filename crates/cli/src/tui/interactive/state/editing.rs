@@ -134,7 +134,12 @@ impl InteractiveState {
                     search.found = Some(at);
                 }
             }
-            KeyCode::Esc | KeyCode::Char('g') if key.code == KeyCode::Esc || ctrl => {
+            // Esc (or readline's Ctrl-G) gives back what was typed before the search.
+            KeyCode::Esc => {
+                self.input.set_text(&search.original);
+                return;
+            }
+            KeyCode::Char('g') if ctrl => {
                 self.input.set_text(&search.original);
                 return;
             }
