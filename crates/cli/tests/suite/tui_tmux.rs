@@ -50,6 +50,22 @@ impl Tmux {
         }
     }
 
+    /// Waits until the pane satisfies `ready`; panics with the pane after a generous limit.
+    pub(super) fn wait_until(&self, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let pane = self.pane();
+            if ready(&pane) {
+                return pane;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the pane never got ready:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn alive(&self) -> bool {
         self.run(&["has-session", "-t", "dsh"]).status.success()
     }
@@ -523,8 +539,10 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
         tmux.wait_for("› /clear");
         tmux.enter("/sessions");
         let listed = tmux.wait_for("resume a session");
-        // Esc closes the picker; `/resume ID` resumes without it.
+        // Esc closes the picker; `/resume ID` resumes without it. (Typing before the
+        // picker is gone could join the Esc into an Alt-key sequence.)
         tmux.keys("Escape");
+        tmux.wait_until(|pane| !pane.contains("resume a session"));
         tmux.enter(&format!("/resume {first_id}"));
         tmux.wait_for("resumed session");
         tmux.enter("second question");
