@@ -87,7 +87,9 @@ impl Widget for LiveView<'_> {
         CompletionView::new(state.completions()).render(completions, buf);
         let mut line = StatusLine::new(state.transcript())
             .agents(state.agents())
-            .jobs(state.jobs());
+            .jobs(state.jobs())
+            .queued(state.queued())
+            .permission(state.permission());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }
