@@ -44,6 +44,8 @@ pub struct StatusLine<'a> {
     note: Option<&'a str>,
     jobs: usize,
     agents: usize,
+    queued: usize,
+    permission: Option<&'a str>,
 }
 
 impl<'a> StatusLine<'a> {
@@ -53,7 +55,21 @@ impl<'a> StatusLine<'a> {
             note: None,
             jobs: 0,
             agents: 0,
+            queued: 0,
+            permission: None,
         }
+    }
+
+    /// Shows `count` messages waiting for the agent (`2 queued`).
+    pub fn queued(mut self, count: usize) -> Self {
+        self.queued = count;
+        self
+    }
+
+    /// Shows the session's permission preset (`workspace-write`) after the context fill.
+    pub fn permission(mut self, preset: Option<&'a str>) -> Self {
+        self.permission = preset;
+        self
     }
 
     /// Shows `count` live background jobs (`1 job`, `3 jobs`) after the run state.
@@ -115,6 +131,9 @@ impl<'a> StatusLine<'a> {
             1 => work.push("1 job".to_owned()),
             n => work.push(format!("{n} jobs")),
         }
+        if self.queued > 0 {
+            work.push(format!("{} queued", self.queued));
+        }
         if !work.is_empty() {
             parts.push(work.join(" · "));
         }
@@ -132,6 +151,9 @@ impl<'a> StatusLine<'a> {
         let fill = t.context_fill();
         if fill.window.is_some() || fill.tokens > 0 {
             parts.push(fill.status_text());
+        }
+        if let Some(preset) = self.permission {
+            parts.push(preset.to_owned());
         }
         parts.join(" · ")
     }

@@ -83,7 +83,7 @@ async fn finished_turns_go_to_scrollback_and_the_live_area_stays_below() {
          • Hi! What ▍\n\
          ──────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc canc\n\
-         running · turn 1 step 1 · deepseek-v4-flash (deep…"
+         running · turn 1 step 1 · writing · deepseek-v4-f…"
     );
 
     let mut events = vec![
@@ -585,4 +585,22 @@ async fn a_streamed_markdown_answer_commits_finished_blocks_and_renders_like_the
          \n\
          ─ turn 1 completed";
     assert!(screen.contains(expected), "{screen}");
+}
+
+#[tokio::test]
+async fn the_status_line_shows_the_permission_preset() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 120, 10);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    runner.refresh_context().await.unwrap();
+    let screen = terminal_text(&mut runner);
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.starts_with("idle · deepseek-v4-flash (deepseek-official)")
+            && status.ends_with(" · workspace-write"),
+        "{status}"
+    );
 }

@@ -14,6 +14,10 @@ use serde_json::json;
 /// The status line of a 60-column UI while turn 1 runs, and when idle.
 const RUNNING: &str = "running · turn 1 step 1 · deepseek-v4-flash (deepseek-offic…";
 const IDLE: &str = "idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…";
+/// With one message queued, and while the model writes.
+const RUNNING_QUEUED: &str = "running · turn 1 step 1 · 1 queued · deepseek-v4-flash (dee…";
+const IDLE_QUEUED: &str = "idle · 1 queued · deepseek-v4-flash (deepseek-official) · 0…";
+const WRITING: &str = "running · turn 1 step 1 · writing · deepseek-v4-flash (deep…";
 const RULE: &str = "────────────────────────────────────────────────────────────";
 
 #[test]
@@ -80,7 +84,7 @@ fn typing_while_running_steers() {
             "steering › use nom\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc cancels\n\
-         {RUNNING}"
+         {RUNNING_QUEUED}"
         )
     );
     let claim = [log.claimed("next-step", 1), log.user("use nom")];
@@ -105,7 +109,7 @@ fn tab_queues_a_follow_up_shown_in_the_queue() {
             "queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc cancels\n\
-         {RUNNING}"
+         {RUNNING_QUEUED}"
         )
     );
 }
@@ -128,7 +132,7 @@ fn esc_cancels_the_turn_and_keeps_the_queue() {
             "queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter sends what is queued, or type a task\n\
-         {IDLE}"
+         {IDLE_QUEUED}"
         )
     );
     // Esc while idle does nothing.
@@ -437,7 +441,7 @@ fn streaming_text_is_live_and_a_finished_turn_moves_to_scrollback() {
              • Splitting the ▍\n\
              {RULE}\n\
              › Enter steers · Tab queues a follow-up · Esc cancels\n\
-             {RUNNING}"
+             {WRITING}"
         )
     );
     // Ctrl-T expands the thinking.

@@ -35,6 +35,9 @@ pub struct Runner<B: LiveBackend> {
     context_stale: bool,
     /// Where sent prompts are appended (none: history lasts this UI only).
     history: Option<HistoryFile>,
+    /// The permission preset may have changed since it was last read (it is folded from
+    /// the whole log, so it is read only when it can have changed).
+    permission_stale: bool,
 }
 
 impl<B: LiveBackend> std::fmt::Debug for Runner<B> {
@@ -77,6 +80,7 @@ where
             answers,
             context_stale: true,
             history,
+            permission_stale: true,
         })
     }
 
@@ -105,6 +109,13 @@ where
             if matches!(input, Input::Session { .. } | Input::Opened(_)) {
                 self.context_stale = true;
             }
+            match &input {
+                Input::Opened(_) => self.permission_stale = true,
+                Input::Session { event, .. } if event.type_name() == "permission/preset" => {
+                    self.permission_stale = true;
+                }
+                _ => {}
+            }
             if matches!(input, Input::Resize { .. }) {
                 self.terminal.backend_mut().resized();
             }
@@ -118,6 +129,10 @@ where
     /// Measures the context again if events arrived since the last measurement (once per
     /// redraw at most, however many events a burst held).
     pub async fn refresh_context(&mut self) -> io::Result<()> {
+        if self.permission_stale {
+            self.permission_stale = false;
+            self.state.set_permission(self.driver.permission().as_str());
+        }
         if !self.context_stale {
             return Ok(());
         }
@@ -266,10 +281,13 @@ where
                 .compact()
                 .map(|()| None)
                 .or_else(|error| Ok(Some(Input::Compacted(Err(error.to_string()))))),
-            Effect::SetPermission(preset) => driver
-                .set_permission(preset)
-                .await
-                .map(|note| Some(Input::Notice(vec![note]))),
+            Effect::SetPermission(preset) => {
+                self.permission_stale = true;
+                driver
+                    .set_permission(preset)
+                    .await
+                    .map(|note| Some(Input::Notice(vec![note])))
+            }
         };
         match outcome {
             Ok(Some(input)) => inputs.push_back(input),

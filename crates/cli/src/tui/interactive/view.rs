@@ -95,7 +95,9 @@ impl Widget for LiveView<'_> {
         Below::of(state).render(completions, buf);
         let mut line = StatusLine::new(state.transcript())
             .agents(state.agents())
-            .jobs(state.jobs());
+            .jobs(state.jobs())
+            .queued(state.queued())
+            .permission(state.permission());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }

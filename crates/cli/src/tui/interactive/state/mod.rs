@@ -195,6 +195,8 @@ pub struct InteractiveState {
     jobs: usize,
     /// Working subagents, for the status line.
     agents: usize,
+    /// The session's permission preset (sandbox and approval), for the status line.
+    permission: Option<&'static str>,
     commands: CommandDirectory,
 }
 
@@ -225,6 +227,7 @@ impl InteractiveState {
             compacting: false,
             jobs: 0,
             agents: 0,
+            permission: None,
             commands: CommandDirectory::builtins(),
         }
     }
@@ -272,6 +275,20 @@ impl InteractiveState {
     /// The approval question on screen, if any.
     pub fn approval(&self) -> Option<&ApprovalPrompt> {
         self.approvals.front().map(|a| &a.prompt)
+    }
+
+    /// The session's permission preset as the status line shows it.
+    pub fn permission(&self) -> Option<&'static str> {
+        self.permission
+    }
+
+    pub fn set_permission(&mut self, preset: &'static str) {
+        self.permission = Some(preset);
+    }
+
+    /// Messages typed while the agent works and not yet taken: follow-ups and steering.
+    pub fn queued(&self) -> usize {
+        self.pending.follow_ups().len() + self.pending.steering().len()
     }
 
     pub fn is_running(&self) -> bool {
