@@ -22,6 +22,7 @@ mod store_append;
 mod subagents;
 mod token_meter;
 mod tool_loop;
+mod tui_render;
 mod workload;
 
 use std::process::ExitCode;
@@ -107,6 +108,11 @@ const BENCHES: &[Bench] = &[
         name: "hook-dispatch",
         about: "hooks around a tool call apart from the hook process (figures only)",
         run: hook_dispatch::run,
+    },
+    Bench {
+        name: "tui-render",
+        about: "TUI frame per streamed chunk of a 2,000-line markdown answer (budget: flat, << 16.7 ms)",
+        run: tui_render::run,
     },
     Bench {
         name: "sandbox-spawn",

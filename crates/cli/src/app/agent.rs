@@ -149,7 +149,7 @@ fn chosen_now(source: Source) -> bool {
 
 impl Boot {
     /// The session's tool environment under `mode`.
-    fn tool_env(&self, id: &SessionId, mode: SandboxMode) -> Result<ToolEnv, BoxError> {
+    pub(super) fn tool_env(&self, id: &SessionId, mode: SandboxMode) -> Result<ToolEnv, BoxError> {
         let settings = &self.settings;
         let mut builder = ToolEnv::builder(&self.workspace)
             .temp_dir(self.temp_root.path.join(id.as_str()))

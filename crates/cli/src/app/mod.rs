@@ -374,6 +374,20 @@ impl Runtime {
         self.boot.envs.as_ref()?.resolve(Some(agent.scope_key()))
     }
 
+    /// The environment session `id`'s built-in tools would run in under `mode`, before any
+    /// agent runs it (the TUI's `!command` on a session without a prompt yet); `None` when
+    /// the `tools-builtin` row is not mounted.
+    pub fn session_tool_env(
+        &self,
+        id: &SessionId,
+        mode: SandboxMode,
+    ) -> Result<Option<ToolEnv>, dsh_kernel::BoxError> {
+        if self.boot.envs.is_none() {
+            return Ok(None);
+        }
+        self.boot.tool_env(id, mode).map(Some)
+    }
+
     /// Runs `agent`'s built-in tools under `mode` from its next call, without restarting it.
     /// Only the tools change: logging the new mode (a `permission/preset` or `sandbox/mode`
     /// event) is the caller's.

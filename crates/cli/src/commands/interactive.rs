@@ -7,12 +7,12 @@
 //! the UI, switches sessions for `/resume`, `/fork` and `/clear`, and switches models and
 //! permission presets.
 
-use super::sessions::format_time;
 use super::{exit, GlobalArgs, Opening};
 use crate::app::{
     find_session, latest_session, sessions_of, AgentStart, AppError, BootOptions, Runtime,
 };
 use crate::config::{load, Env, Settings, Source};
+use crate::tui::history::HistoryFile;
 use crate::tui::interactive::{
     run_terminal, AgentDriver, AgentListing, AgentTranscript, Answers, CurrentModel, DriverError,
     Input, OpenedHow, OpenedSession, SessionListing, TuiAnswerer,
@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
 mod feeds;
+mod input_features;
 use feeds::{
     spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
     watch_commands,
@@ -50,6 +51,10 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
         return Ok(exit::USAGE);
     }
     let settings = load(env, &global.overrides())?;
+    crate::tui::theme::set(crate::tui::theme::Theme::choose(
+        settings.ui.theme.value,
+        |name| env.get(name).map(|v| v.to_string_lossy().into_owned()),
+    ));
     let options = BootOptions::from_process(global.cwd.clone())?;
     ask_workspace_trust(&settings, &options, env)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
@@ -210,6 +215,8 @@ pub struct AppDriver {
     /// The context window of the model last asked about, so measuring the context after
     /// every burst of events does not resolve the model again.
     window: Mutex<Option<ModelWindow>>,
+    /// Stops the running `!command`, if one runs.
+    shell_cancel: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
 /// What the model runtime says about one route's model window.
@@ -234,6 +241,7 @@ impl AppDriver {
                 preset: None,
             }),
             window: Mutex::new(None),
+            shell_cancel: Mutex::new(None),
         }
     }
 
@@ -504,6 +512,7 @@ impl AgentDriver for AppDriver {
     }
 
     fn cancel(&self) -> Result<(), DriverError> {
+        self.stop_shell();
         match self.live_agent() {
             Some(agent) => agent
                 .cancel(AgentCancelCause::User, CancelOptions::keep_inbox())
@@ -546,14 +555,16 @@ impl AgentDriver for AppDriver {
                 settings.model.model.value.clone(),
             ),
         };
-        let catalog = settings
+        let catalog: Vec<String> = settings
             .provider(&provider)
             .map(|p| p.models.iter().map(|m| m.value.id.clone()).collect())
             .unwrap_or_default();
+        let windows = self.catalog_windows(&provider, &catalog);
         CurrentModel {
             provider,
             model,
             catalog,
+            windows,
         }
     }
 
@@ -719,13 +730,17 @@ impl AgentDriver for AppDriver {
             let persistence = self.persistence()?;
             let summaries = sessions_of(&*persistence, self.runtime.workspace())
                 .map_err(DriverError::failed)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             Ok(summaries
                 .into_iter()
                 .map(|s| SessionListing {
                     id: SessionId::new(s.id),
-                    updated: format_time(s.updated_at),
+                    updated: crate::tui::picker::age(now, s.updated_at),
                     title: s.title.unwrap_or_else(|| "(no prompt)".into()),
                     turns: s.turns,
+                    outcome: s.last_outcome,
                 })
                 .collect())
         })
@@ -832,8 +847,25 @@ impl AgentDriver for AppDriver {
         Ok(())
     }
 
+    fn history_file(&self) -> Option<HistoryFile> {
+        Some(HistoryFile::in_home(&self.runtime.settings().home.value))
+    }
+
+    fn workspace(&self) -> Option<std::path::PathBuf> {
+        Some(self.runtime.workspace().to_path_buf())
+    }
+
+    fn shell(&self, command: &str) -> Result<(), DriverError> {
+        self.start_shell(command)
+    }
+
+    fn rewind(&self) -> BoxFuture<'_, Result<(OpenedSession, String), DriverError>> {
+        Box::pin(self.rewind_session())
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.stop_shell();
             let live = self.current().live.take();
             if let Some(live) = live {
                 live.close().await;

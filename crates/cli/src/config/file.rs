@@ -28,6 +28,8 @@ pub(crate) struct FileLayer {
     pub web_fetch_allow_private: Option<At<bool>>,
     /// `[skills] dirs`, as written, with the line of the key.
     pub skills_dirs: Option<At<Vec<String>>>,
+    /// `[ui] theme`.
+    pub ui_theme: Option<At<crate::tui::theme::ThemeChoice>>,
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
     pub mcp: super::mcp::McpLayer,
@@ -66,6 +68,7 @@ const TOP: &[&str] = &[
     "sandbox",
     "tools",
     "skills",
+    "ui",
     "plugins",
     "compaction",
     "mcp_servers",
@@ -96,6 +99,7 @@ const TOOL: &[&str] = &["enabled"];
 const WEB_FETCH: &[&str] = &["enabled", "allow_private"];
 const PLUGIN: &[&str] = &["id", "plugin", "config", "disabled"];
 const SKILLS: &[&str] = &["dirs"];
+const UI: &[&str] = &["theme"];
 
 /// Parses and validates the settings file text.
 pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
@@ -141,6 +145,13 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
                         value: doc.strings("skills.dirs", node)?,
                         line: doc.line(&node.span),
                     });
+                }
+            }
+            "ui" => {
+                let table = doc.table("ui", node)?;
+                doc.check_keys("ui", table, UI)?;
+                if let Some(node) = get(table, "theme") {
+                    layer.ui_theme = Some(doc.word("ui.theme", node)?);
                 }
             }
             "mcp_servers" => layer.mcp = super::mcp::read(&doc, node),

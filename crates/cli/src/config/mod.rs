@@ -82,8 +82,8 @@ pub use file::KNOWN_TOOLS;
 pub(crate) use file::{check_url, URL_EXPECTED};
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
-    SandboxSettings, Settings, SkillSettings, StreamLimits, ToolSettings, DEEPSEEK_ROUTE,
-    DEFAULT_MODEL, OPENAI_ROUTE,
+    SandboxSettings, Settings, SkillSettings, StreamLimits, ToolSettings, UiSettings,
+    DEEPSEEK_ROUTE, DEFAULT_MODEL, OPENAI_ROUTE,
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};

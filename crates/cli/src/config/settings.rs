@@ -60,6 +60,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     pub compaction: CompactionSettings,
     pub skills: SkillSettings,
+    /// `[ui]`: the terminal UI.
+    pub ui: UiSettings,
     /// `[mcp_servers.NAME]` tables, in file order (the JSON files are read at boot, with the
     /// workspace: [`crate::mcp_config::resolve`]).
     pub mcp_servers: Vec<crate::mcp_config::McpServer>,
@@ -210,6 +212,14 @@ pub struct SkillSettings {
     /// order. A leading `~/` is the home directory; a relative path is relative to
     /// `$DSH_HOME` (where the settings file is).
     pub dirs: Sourced<Vec<PathBuf>>,
+}
+
+/// `[ui]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UiSettings {
+    /// The palette: `auto` (dark unless `COLORFGBG` says the background is light), `dark`
+    /// or `light`. `NO_COLOR` beats it.
+    pub theme: Sourced<crate::tui::theme::ThemeChoice>,
 }
 
 /// `[tools]`.
@@ -510,6 +520,12 @@ pub(crate) fn resolve(
         },
         compaction,
         skills,
+        ui: UiSettings {
+            theme: match &file.ui_theme {
+                Some(theme) => Sourced::new(theme.value, line(theme.line)),
+                None => Sourced::default_value(crate::tui::theme::ThemeChoice::Auto),
+            },
+        },
         mcp_servers: file.mcp.servers,
         mcp_problems: file.mcp.problems,
         composition,

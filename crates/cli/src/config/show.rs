@@ -82,6 +82,10 @@ pub fn render_text(settings: &Settings) -> String {
     });
     blocks.push(skills);
 
+    let mut ui = Block::new(Some("[ui]".into()));
+    ui.sourced("theme", &settings.ui.theme, |v| format!("\"{v}\""));
+    blocks.push(ui);
+
     let mut plugins = Block::new(Some(
         "# composition (mount order; patch rows with [[plugins]])".into(),
     ));
@@ -384,6 +388,7 @@ pub fn render_json(settings: &Settings) -> Value {
                 json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>())
             }),
         },
+        "ui": { "theme": sourced(&settings.ui.theme, |v| word(v)) },
         "composition": composition,
     })
 }

@@ -92,11 +92,11 @@ fn bash_fixture() {
         &[
             "› What does notes.txt say?",
             "• Let me print the file.",
-            "✓ bash  cat notes.txt",
+            "✓ bash  cat notes.txt  78ms",
             "  └ TODO: write more tests",
             "    status: draft",
             "    owner: nobody",
-            "• notes.txt has three lines: a TODO to write more tests, `status: draft`, and `owner: nobody`.",
+            "• notes.txt has three lines: a TODO to write more tests, status: draft, and owner: nobody.",
             "─ turn 1 completed",
         ],
     );
@@ -112,11 +112,14 @@ fn read_edit_fixture() {
         "read-edit",
         &[
             "› In notes.txt, change the status from draft to reviewed.",
-            "✓ read  notes.txt",
+            "✓ read  notes.txt  3 lines of 3",
             "• Updating the status line.",
-            "✓ edit  notes.txt",
-            "  └ The file /home/user/project/notes.txt has been updated successfully.",
-            "• Done: notes.txt now says `status: reviewed`.",
+            "✓ edit  notes.txt  +1 -1",
+            "  └ 1   TODO: write more tests",
+            "    2 - status: draft",
+            "    2 + status: reviewed",
+            "    3   owner: nobody",
+            "• Done: notes.txt now says status: reviewed.",
         ],
     );
 }
@@ -133,7 +136,8 @@ fn multi_turn_fixture() {
             "  [ ] Read the notes",
             "─ turn 1 completed",
             "› Now list the files in the project.",
-            "✓ bash  ls -R",
+            "✓ bash  ls -R  37ms",
+            "    … 1 more line (Ctrl-O expands)",
             "─ turn 2 completed",
             "› Thanks. Summarise what we did.",
             "─ turn 3 completed",
@@ -162,8 +166,8 @@ fn parallel_tools_fixture() {
         &[
             "› Show me README.md and src/main.rs.",
             "• Reading both files.",
-            "✓ read  README.md",
-            "✓ read  src/main.rs",
+            "✓ read  README.md  3 lines of 3",
+            "✓ read  src/main.rs  3 lines of 3",
             "• README.md describes the sample project, and src/main.rs prints \"Hello, world!\".",
         ],
     );

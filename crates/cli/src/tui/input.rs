@@ -1,6 +1,7 @@
 //! The input box: the prompt being typed and the follow-ups queued while the agent works.
 
-use super::text::{truncate, wrap};
+use super::editor::{Editor, Truncated};
+use super::text::truncate;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
@@ -10,11 +11,14 @@ use unicode_width::UnicodeWidthStr;
 
 const PROMPT: &str = "› ";
 
-/// Editing state of the input box. Cursor positions are byte offsets on char boundaries.
+/// The most screen rows the typed text takes; a longer text scrolls to keep the cursor in
+/// view.
+pub const MAX_INPUT_ROWS: usize = 8;
+
+/// Editing state of the input box: the [`Editor`] and the pending queue shown above it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputBox {
-    text: String,
-    cursor: usize,
+    editor: Editor,
     queue: Vec<String>,
     /// Steering sent while the agent works and not yet read by it.
     steering: Vec<String>,
@@ -26,72 +30,68 @@ impl InputBox {
     }
 
     pub fn text(&self) -> &str {
-        &self.text
+        self.editor.text()
     }
 
     /// Byte offset of the cursor in [`InputBox::text`].
     pub fn cursor(&self) -> usize {
-        self.cursor
+        self.editor.cursor()
+    }
+
+    pub fn editor(&self) -> &Editor {
+        &self.editor
+    }
+
+    pub fn editor_mut(&mut self) -> &mut Editor {
+        &mut self.editor
     }
 
     pub fn insert(&mut self, ch: char) {
-        self.text.insert(self.cursor, ch);
-        self.cursor += ch.len_utf8();
+        self.editor.insert(ch);
     }
 
-    pub fn insert_str(&mut self, text: &str) {
-        self.text.insert_str(self.cursor, text);
-        self.cursor += text.len();
+    /// Inserts text (a paste); `Some` says how much did not fit.
+    pub fn insert_str(&mut self, text: &str) -> Option<Truncated> {
+        self.editor.insert_str(text)
+    }
+
+    /// Replaces the text, the cursor at its end (a completion).
+    pub fn set_text(&mut self, text: &str) {
+        self.editor.set_text(text);
     }
 
     /// Deletes the character before the cursor.
-    /// Replaces the text, the cursor at its end (a completion).
-    pub fn set_text(&mut self, text: &str) {
-        self.text = text.to_owned();
-        self.cursor = self.text.len();
-    }
-
     pub fn backspace(&mut self) {
-        if let Some(ch) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= ch.len_utf8();
-            self.text.remove(self.cursor);
-        }
+        self.editor.backspace();
     }
 
     /// Deletes the character under the cursor.
     pub fn delete(&mut self) {
-        if self.cursor < self.text.len() {
-            self.text.remove(self.cursor);
-        }
+        self.editor.delete();
     }
 
     pub fn left(&mut self) {
-        if let Some(ch) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= ch.len_utf8();
-        }
+        self.editor.left();
     }
 
     pub fn right(&mut self) {
-        if let Some(ch) = self.text[self.cursor..].chars().next() {
-            self.cursor += ch.len_utf8();
-        }
+        self.editor.right();
     }
 
     pub fn home(&mut self) {
-        self.cursor = 0;
+        self.editor.home();
     }
 
     pub fn end(&mut self) {
-        self.cursor = self.text.len();
+        self.editor.end();
     }
 
     /// Takes the typed text for sending; `None` (and nothing cleared) when it is blank.
     pub fn submit(&mut self) -> Option<String> {
-        if self.text.trim().is_empty() {
+        if self.text().trim().is_empty() {
             return None;
         }
-        self.cursor = 0;
-        Some(std::mem::take(&mut self.text))
+        Some(self.editor.take())
     }
 
     /// Queues a follow-up to send when the agent is free.
@@ -127,21 +127,31 @@ impl InputBox {
         self.queue.len() + self.steering.len()
     }
 
-    /// Rows the box needs at `width`: queued lines, a rule, and the wrapped text.
+    fn text_width(width: u16) -> usize {
+        usize::from(width).saturating_sub(PROMPT.width()).max(1)
+    }
+
+    /// The rows of text shown at `width`: the first shown row and how many there are. The
+    /// box grows with the text up to [`MAX_INPUT_ROWS`], then scrolls with the cursor.
+    fn window(&self, width: u16) -> (usize, usize) {
+        let total = self.editor.rows(Self::text_width(width)).len();
+        let shown = total.min(MAX_INPUT_ROWS);
+        let (row, _) = self.editor.cursor_cell(Self::text_width(width));
+        let first = (row + 1).saturating_sub(shown);
+        (first, shown)
+    }
+
+    /// Rows the box needs at `width`: queued lines, a rule, and the shown text.
     pub fn height(&self, width: u16) -> u16 {
-        let text_rows = self.text_lines(width).len();
-        u16::try_from(self.pending_rows() + 1 + text_rows).unwrap_or(u16::MAX)
+        let (_, shown) = self.window(width);
+        u16::try_from(self.pending_rows() + 1 + shown).unwrap_or(u16::MAX)
     }
 
     /// Where the terminal cursor goes when the box is drawn in `area`.
     pub fn cursor_position(&self, area: Rect) -> Position {
-        let inner = usize::from(area.width)
-            .saturating_sub(PROMPT.width())
-            .max(1);
-        let before = &self.text[..self.cursor];
-        let rows = wrap(before, inner);
-        let row = rows.len().saturating_sub(1);
-        let col = rows.last().map_or(0, |r| r.width());
+        let (first, _) = self.window(area.width);
+        let (row, col) = self.editor.cursor_cell(Self::text_width(area.width));
+        let row = row.saturating_sub(first);
         let y = area.y + u16::try_from(self.pending_rows() + 1 + row).unwrap_or(0);
         let x = area.x + u16::try_from(PROMPT.width() + col).unwrap_or(0);
         Position::new(
@@ -150,9 +160,16 @@ impl InputBox {
         )
     }
 
-    fn text_lines(&self, width: u16) -> Vec<String> {
-        let inner = usize::from(width).saturating_sub(PROMPT.width()).max(1);
-        wrap(&self.text, inner)
+    /// The shown rows of text, and whether rows are hidden above and below them.
+    fn text_lines(&self, width: u16) -> (Vec<&str>, bool, bool) {
+        let rows = self.editor.rows(Self::text_width(width));
+        let (first, shown) = self.window(width);
+        let text = self.editor.text();
+        let lines = rows[first..first + shown]
+            .iter()
+            .map(|(start, end)| &text[*start..*end])
+            .collect();
+        (lines, first > 0, first + shown < rows.len())
     }
 }
 
@@ -185,7 +202,7 @@ impl Widget for InputView<'_> {
             })
             .collect();
         lines.push(Line::styled("─".repeat(width), dim));
-        if self.input.text.is_empty() {
+        if self.input.text().is_empty() {
             let hint = if self.busy {
                 "Enter steers · Tab queues a follow-up · Esc cancels"
             } else if self.input.pending_rows() > 0 {
@@ -195,9 +212,19 @@ impl Widget for InputView<'_> {
             };
             lines.push(Line::from(vec![Span::raw(PROMPT), Span::styled(hint, dim)]));
         } else {
-            for (i, row) in self.input.text_lines(area.width).into_iter().enumerate() {
-                let prefix = if i == 0 { PROMPT } else { "  " };
-                lines.push(Line::from(vec![Span::raw(prefix), Span::raw(row)]));
+            let (rows, above, below) = self.input.text_lines(area.width);
+            let last = rows.len().saturating_sub(1);
+            for (i, row) in rows.into_iter().enumerate() {
+                // The prompt marks the first row; arrows mark rows scrolled out of view.
+                let prefix = match (i, above, i == last && below) {
+                    (0, true, _) => "↑ ",
+                    (0, false, _) => PROMPT,
+                    (_, _, true) => "↓ ",
+                    _ => "  ",
+                };
+                let prefix =
+                    Span::styled(prefix, if prefix == PROMPT { Style::new() } else { dim });
+                lines.push(Line::from(vec![prefix, Span::raw(row.to_owned())]));
             }
         }
         for (i, line) in lines.iter().take(usize::from(area.height)).enumerate() {
@@ -224,11 +251,11 @@ mod tests {
         input.home();
         input.delete();
         input.end();
-        input.insert_str("!");
+        let _ = input.insert_str("!");
         assert_eq!(input.text(), "élo!");
         assert_eq!(input.submit().as_deref(), Some("élo!"));
         assert_eq!((input.text(), input.cursor()), ("", 0));
-        input.insert_str("  ");
+        let _ = input.insert_str("  ");
         assert_eq!(input.submit(), None);
         assert_eq!(input.text(), "  ", "a blank submit keeps the text");
     }
@@ -247,7 +274,7 @@ mod tests {
     #[test]
     fn the_cursor_follows_wrapped_text() {
         let mut input = InputBox::new();
-        input.insert_str("abcdefghij");
+        let _ = input.insert_str("abcdefghij");
         let area = Rect::new(0, 10, 8, 4);
         // 6 columns of text per row: "abcdef" / "ghij", cursor after "j".
         assert_eq!(input.cursor_position(area), Position::new(6, 12));

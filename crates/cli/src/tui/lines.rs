@@ -3,8 +3,7 @@
 
 use super::text::{compact_count, one_line, plural, seconds, truncate, wrap};
 use super::transcript::{
-    CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, ToolCard, ToolState,
-    Transcript, TurnOutcome,
+    CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, Transcript, TurnOutcome,
 };
 use dsh_session::{Todo, TodoStatus};
 use ratatui::style::{Color, Modifier, Style};
@@ -19,7 +18,8 @@ pub const RESULT_PREVIEW_LINES: usize = 4;
 pub struct Detail {
     /// The model's reasoning, every line (else one dimmed line per block).
     pub reasoning: bool,
-    /// Compaction cards with their summary (else one line each).
+    /// Compaction cards with their summary (else one line each), and every card's body in
+    /// full (Ctrl-O).
     pub compaction: bool,
 }
 
@@ -64,31 +64,62 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
             text,
             streaming,
             interrupted,
-        } => {
-            let mut lines = block("• ", "  ", text, width, Style::new());
-            if *streaming {
-                push_suffix(
-                    &mut lines,
-                    " ▍",
-                    Style::new().add_modifier(Modifier::SLOW_BLINK),
-                );
-            }
-            if *interrupted {
-                lines.push(Line::styled("  (interrupted)", dim()));
-            }
-            lines
-        }
+        } => assistant_lines(text, width, false, *streaming, *interrupted),
         Entry::Reasoning { text, streaming } => {
             reasoning_lines(text, *streaming, width, detail.reasoning)
         }
         Entry::Compaction(card) => compaction_lines(card, width, detail.compaction),
         Entry::Pruned(note) => prune_lines(note, width),
-        Entry::Tool(card) => tool_lines(card, width),
+        Entry::Tool(card) => super::cards::tool_card(card, super::theme::current()).lines(
+            width,
+            detail.compaction,
+            super::theme::current(),
+        ),
         Entry::Retry(notice) => retry_lines(notice, width),
         Entry::Todos(todos) => todo_lines(todos, width),
         Entry::Subagent(card) => super::transcript::subagent_card_lines(card, width),
         Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),
     }
+}
+
+/// Assistant text rendered as markdown, after `• ` (or indented only, when `continued`:
+/// the part after what a streaming answer already committed to scrollback).
+pub fn assistant_lines(
+    text: &str,
+    width: usize,
+    continued: bool,
+    streaming: bool,
+    interrupted: bool,
+) -> Vec<Line<'static>> {
+    let theme = super::theme::current();
+    let rendered = super::markdown::render(text.trim_end(), width.saturating_sub(2), theme);
+    let mut lines: Vec<Line<'static>> = rendered
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let prefix = if i == 0 && !continued { "• " } else { "  " };
+            let mut spans = vec![Span::raw(prefix)];
+            spans.extend(line.spans);
+            Line::from(spans)
+        })
+        .collect();
+    if lines.is_empty() && !continued {
+        lines.push(Line::from("• "));
+    }
+    if streaming {
+        if lines.is_empty() {
+            lines.push(Line::from("  "));
+        }
+        push_suffix(
+            &mut lines,
+            " ▍",
+            Style::new().add_modifier(Modifier::SLOW_BLINK),
+        );
+    }
+    if interrupted {
+        lines.push(Line::styled("  (interrupted)", dim()));
+    }
+    lines
 }
 
 fn dim() -> Style {
@@ -221,57 +252,6 @@ fn prune_lines(note: &PruneNote, width: usize) -> Vec<Line<'static>> {
         plural(note.results, "old tool result")
     );
     vec![Line::styled(truncate(&text, width), dim())]
-}
-
-fn tool_lines(card: &ToolCard, width: usize) -> Vec<Line<'static>> {
-    let (mark, mark_style) = match &card.state {
-        ToolState::Running => ("… ", Style::new().fg(Color::Yellow)),
-        ToolState::Done { .. } => ("✓ ", Style::new().fg(Color::Green)),
-        ToolState::Failed { .. } => ("✗ ", Style::new().fg(Color::Red)),
-    };
-    let name_width = card.name.width() + 2;
-    let room = width.saturating_sub(mark.width() + name_width);
-    let mut lines = vec![Line::from(vec![
-        Span::styled(mark, mark_style),
-        Span::styled(card.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw("  "),
-        Span::styled(truncate(&card.summary, room), dim()),
-    ])];
-    let (output, failed, code) = match &card.state {
-        ToolState::Running => return lines,
-        ToolState::Done { output } => (output, false, None),
-        ToolState::Failed { output, code } => (output, true, code.as_deref()),
-    };
-    let body_style = if failed {
-        Style::new().fg(Color::Red)
-    } else {
-        dim()
-    };
-    let mut body: Vec<String> = output.trim_end().lines().map(str::to_owned).collect();
-    if failed {
-        let head = match code {
-            Some(code) => format!("error ({code})"),
-            None => "error".to_owned(),
-        };
-        body.insert(0, head);
-    }
-    if body.is_empty() {
-        body.push("(no output)".into());
-    }
-    let hidden = body.len().saturating_sub(RESULT_PREVIEW_LINES);
-    body.truncate(RESULT_PREVIEW_LINES);
-    let room = width.saturating_sub(4);
-    for (i, line) in body.iter().enumerate() {
-        let prefix = if i == 0 { "  └ " } else { "    " };
-        lines.push(Line::from(vec![
-            Span::styled(prefix, dim()),
-            Span::styled(truncate(line, room), body_style),
-        ]));
-    }
-    if hidden > 0 {
-        lines.push(Line::styled(format!("    … {hidden} more lines"), dim()));
-    }
-    lines
 }
 
 fn retry_lines(notice: &RetryNotice, width: usize) -> Vec<Line<'static>> {

@@ -3,16 +3,26 @@
 //! [`Transcript`] is the view-model, folded from session events; everything else is pure
 //! rendering of it into a ratatui buffer: [`transcript_lines`] / [`TranscriptView`] for the
 //! conversation, [`StatusLine`], the [`InputBox`] with its follow-up queue, and the
-//! [`ApprovalPrompt`]. [`Screen`] lays them out. Driving the terminal (events, the inline
+//! [`ApprovalPrompt`]. [`Screen`] lays them out. The input box's parts are their own
+//! modules: the multi-line [`editor`], the prompt [`history`], `@path` completion
+//! ([`complete`]) and the searchable lists of `/resume`, `/model` and `/permission`
+//! ([`picker`]). Driving the terminal (events, the inline
 //! viewport, pushing settled lines into scrollback) is the job of [`interactive`]; the view
 //! files do no I/O.
 
 mod approval;
+pub mod cards;
+pub mod complete;
 mod context;
+pub mod editor;
+pub mod history;
 mod input;
 pub mod interactive;
 mod lines;
+pub mod markdown;
+pub mod picker;
 mod text;
+pub mod theme;
 mod transcript;
 mod trust_prompt;
 mod views;
@@ -20,7 +30,7 @@ mod views;
 pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use context::ContextFill;
 pub use input::{InputBox, InputView};
-pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
+pub use lines::{assistant_lines, entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     child_transcript_lines, live_child_lines, LiveChild, Settlement, SubagentCard, SubagentEvent,

@@ -232,15 +232,15 @@ fn a_tool_card_with_success() {
     let transcript = tool_turn(json!("running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n\ntest result: ok. 3 passed"), None);
     assert_eq!(
         draw(40, 9, TranscriptView::new(&transcript)),
-        "\n\
-         › Run the tests\n\
+        "› Run the tests\n\
          \n\
          ✓ bash  cargo test -q\n  \
            └ running 3 tests\n    \
              test a ... ok\n    \
              test b ... ok\n    \
-             test c ... ok\n    \
-             … 2 more lines"
+             test c ... ok\n\
+         \n    \
+             test result: ok. 3 passed"
     );
 }
 
@@ -380,6 +380,26 @@ fn the_status_line() {
         draw(80, 1, StatusLine::new(&fresh).agents(1)),
         "running · turn 4 step 1 · 1 agent · qwen3 (openai-compatible) · 0 in / 0 out"
     );
+    // What the turn is doing: thinking, then running its tools.
+    running.add(
+        "assistant/chunk",
+        json!({"turn": 4, "step": 1, "chunk": {"type": "block-start", "index": 0, "blockType": "reasoning"}}),
+    );
+    assert!(StatusLine::new(&running.transcript())
+        .text()
+        .starts_with("running · turn 4 step 1 · thinking · "));
+    running
+        .add(
+            "tool/call",
+            json!({"turn": 4, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
+        )
+        .add(
+            "tool/call",
+            json!({"turn": 4, "step": 1, "callId": "c2", "name": "read", "arguments": "{}"}),
+        );
+    assert!(StatusLine::new(&running.transcript())
+        .text()
+        .starts_with("running · turn 4 step 1 · running bash, read · "));
 }
 
 #[test]

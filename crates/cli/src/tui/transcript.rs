@@ -68,6 +68,12 @@ pub struct ToolCard {
     /// One line describing the arguments.
     pub summary: String,
     pub state: ToolState,
+    /// What the tool reported beside its output (`tool/result`'s `meta`): a diff, an exit
+    /// code, counts. Its texts are not sanitized; the card does that.
+    pub meta: Option<serde_json::Value>,
+    /// When the call was logged (ms), and how long it took once it finished.
+    pub started_ms: u64,
+    pub duration_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,6 +338,9 @@ impl Transcript {
                 name: clean(&call.name),
                 summary: clean(&args_summary(&call.name, &call.arguments)),
                 state: ToolState::Running,
+                meta: None,
+                started_ms: event.time,
+                duration_ms: None,
             })),
             EventData::ToolResult(result) if is_replace(event) => {
                 self.replaced_tool_result(&result.message);
@@ -379,6 +388,8 @@ impl Transcript {
                 });
                 if let Some(card) = card {
                     card.state = state;
+                    card.meta = result.meta.clone();
+                    card.duration_ms = Some(event.time.saturating_sub(card.started_ms));
                 }
                 self.apply_subagent_link(result.meta.as_ref());
             }

@@ -2,7 +2,7 @@
 
 use super::lines::transcript_lines;
 use super::text::{compact_count, truncate};
-use super::transcript::{RunState, Transcript};
+use super::transcript::{Entry, RunState, ToolState, Transcript};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -44,6 +44,8 @@ pub struct StatusLine<'a> {
     note: Option<&'a str>,
     jobs: usize,
     agents: usize,
+    queued: usize,
+    permission: Option<&'a str>,
 }
 
 impl<'a> StatusLine<'a> {
@@ -53,7 +55,21 @@ impl<'a> StatusLine<'a> {
             note: None,
             jobs: 0,
             agents: 0,
+            queued: 0,
+            permission: None,
         }
+    }
+
+    /// Shows `count` messages waiting for the agent (`2 queued`).
+    pub fn queued(mut self, count: usize) -> Self {
+        self.queued = count;
+        self
+    }
+
+    /// Shows the session's permission preset (`workspace-write`) after the context fill.
+    pub fn permission(mut self, preset: Option<&'a str>) -> Self {
+        self.permission = preset;
+        self
     }
 
     /// Shows `count` live background jobs (`1 job`, `3 jobs`) after the run state.
@@ -99,6 +115,11 @@ impl<'a> StatusLine<'a> {
                 } => format!("retrying ({retry})"),
             },
         });
+        if self.note.is_none() && t.run_state() != RunState::Idle {
+            if let Some(activity) = activity(t) {
+                parts.push(activity);
+            }
+        }
         let mut work = Vec::new();
         match self.agents {
             0 => {}
@@ -109,6 +130,9 @@ impl<'a> StatusLine<'a> {
             0 => {}
             1 => work.push("1 job".to_owned()),
             n => work.push(format!("{n} jobs")),
+        }
+        if self.queued > 0 {
+            work.push(format!("{} queued", self.queued));
         }
         if !work.is_empty() {
             parts.push(work.join(" · "));
@@ -128,8 +152,37 @@ impl<'a> StatusLine<'a> {
         if fill.window.is_some() || fill.tokens > 0 {
             parts.push(fill.status_text());
         }
+        if let Some(preset) = self.permission {
+            parts.push(preset.to_owned());
+        }
         parts.join(" · ")
     }
+}
+
+/// What the running turn is doing right now: `thinking`, `writing`, or the tools running.
+fn activity(transcript: &Transcript) -> Option<String> {
+    let mut running: Vec<&str> = Vec::new();
+    for entry in transcript.entries().iter().rev() {
+        match entry {
+            Entry::Tool(card) if matches!(card.state, ToolState::Running) => {
+                running.push(&card.name);
+            }
+            Entry::Tool(_) => {}
+            Entry::Reasoning {
+                streaming: true, ..
+            } if running.is_empty() => return Some("thinking".into()),
+            Entry::Assistant {
+                streaming: true, ..
+            } if running.is_empty() => return Some("writing".into()),
+            _ => break,
+        }
+    }
+    if running.is_empty() {
+        return None;
+    }
+    running.reverse();
+    running.dedup();
+    Some(format!("running {}", running.join(", ")))
 }
 
 impl Widget for StatusLine<'_> {

@@ -83,7 +83,7 @@ async fn finished_turns_go_to_scrollback_and_the_live_area_stays_below() {
          • Hi! What ▍\n\
          ──────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc canc\n\
-         running · turn 1 step 1 · deepseek-v4-flash (deep…"
+         running · turn 1 step 1 · writing · deepseek-v4-f…"
     );
 
     let mut events = vec![
@@ -135,6 +135,7 @@ async fn commands_go_through_the_driver() {
             updated: "2025-06-01 10:00".into(),
             title: "earlier question".into(),
             turns: 1,
+            outcome: Some("completed".into()),
         }],
         opens: std::sync::Mutex::new(vec![resumed, forked]),
         ..FakeDriver::default()
@@ -155,8 +156,10 @@ async fn commands_go_through_the_driver() {
         .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
         .await
         .unwrap();
+    // `/sessions` opens the picker (see `pickers_choose_through_the_driver`); Esc closes it.
+    keys(&mut runner, "/sessions").await;
+    runner.handle(key(KeyCode::Esc)).await.unwrap();
     for line in [
-        "/sessions",
         "/resume session-7",
         "/fork",
         "/model deepseek-v4-pro",
@@ -181,9 +184,6 @@ async fn commands_go_through_the_driver() {
         "new session session-1\n\
          \n\
          › /sessions\n\
-         \n\
-         sessions (/resume ID continues one):\n    \
-         session-7  2025-06-01 10:00     1 turn  earlier question\n\
          \n\
          › /resume session-7\n\
          \n\
@@ -310,35 +310,124 @@ async fn the_loop_runs_until_ctrl_c_twice_then_shuts_down() {
     assert!(runner.state().is_quitting());
 }
 
+/// A runner on a 80x30 terminal whose live area has room for a picker.
+fn picker_runner(driver: Arc<FakeDriver>) -> Runner<TestBackend> {
+    let terminal = Terminal::with_options(
+        TestBackend::new(80, 30),
+        TerminalOptions {
+            viewport: Viewport::Inline(16),
+        },
+    )
+    .unwrap();
+    Runner::new(terminal, driver, Answers::new()).unwrap()
+}
+
+/// The live area's lines from the picker's title to its hint.
+fn picker_lines(runner: &mut Runner<TestBackend>, title: &str) -> Vec<String> {
+    let text = terminal_text(runner);
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with(title))
+        .unwrap_or_else(|| panic!("no picker {title:?} in:\n{text}"));
+    let to = lines[from..]
+        .iter()
+        .position(|l| l.contains("Enter choose"))
+        .unwrap_or_else(|| panic!("no hint in:\n{text}"));
+    lines[from..=from + to]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
 #[tokio::test]
-async fn model_and_permission_are_shown_from_the_driver() {
-    let driver = Arc::new(FakeDriver::default());
-    let mut runner = sized_runner(driver, Answers::new(), 80, 20);
+async fn pickers_choose_through_the_driver() {
+    let resumed = OpenedSession {
+        id: SessionId::new("session-7"),
+        ..opened(Vec::new(), OpenedHow::Resumed)
+    };
+    let driver = Arc::new(FakeDriver {
+        sessions: vec![
+            SessionListing {
+                id: SessionId::new("session-9"),
+                updated: "5m ago".into(),
+                title: "fix the parser".into(),
+                turns: 3,
+                outcome: Some("interrupted".into()),
+            },
+            SessionListing {
+                id: SessionId::new("session-7"),
+                updated: "2d ago".into(),
+                title: "earlier question".into(),
+                turns: 1,
+                outcome: Some("completed".into()),
+            },
+        ],
+        opens: std::sync::Mutex::new(vec![resumed]),
+        ..FakeDriver::default()
+    });
+    let mut runner = picker_runner(driver.clone());
     runner
         .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
         .await
         .unwrap();
+
     keys(&mut runner, "/model").await;
-    keys(&mut runner, "/permission").await;
-    let text = terminal_text(&mut runner);
-    let shown: Vec<&str> = text.lines().skip(2).take(12).collect();
     assert_eq!(
-        shown,
+        picker_lines(&mut runner, "choose a model"),
         [
-            "› /model",
-            "",
-            "model: deepseek-v4-flash (deepseek-official)",
-            "catalog: deepseek-v4-flash, deepseek-v4-pro",
-            "/model NAME switches from the next step",
-            "",
-            "› /permission",
-            "",
-            "permission presets (/permission NAME switches):",
-            "    read-only          read-only sandbox, ask before risky calls",
-            "  ● workspace-write    writes confined to the workspace, ask before risky calls",
-            "    danger-full-access no confinement, never ask",
+            "choose a model (deepseek-official; applies from the next step)",
+            "search:",
+            "    model                             context window",
+            "› ● deepseek-v4-flash                 1M",
+            "    deepseek-v4-pro                   unknown",
+            "↑↓ move · Enter choose · Esc close · type to search",
         ]
     );
+    runner.handle(key(KeyCode::Down)).await.unwrap();
+    runner.handle(key(KeyCode::Enter)).await.unwrap();
+
+    keys(&mut runner, "/permission").await;
+    assert_eq!(
+        picker_lines(&mut runner, "choose a permission"),
+        [
+            "choose a permission preset",
+            "search:",
+            "    read-only          read-only sandbox, ask before risky calls",
+            "› ● workspace-write    writes confined to the workspace, ask before risky calls",
+            "    danger-full-access no confinement, never ask",
+            "↑↓ move · Enter choose · Esc close · type to search",
+        ]
+    );
+    runner.handle(key(KeyCode::Up)).await.unwrap();
+    runner.handle(key(KeyCode::Enter)).await.unwrap();
+
+    // `/resume` without an id is the session picker; typing narrows it.
+    keys(&mut runner, "/resume").await;
+    for ch in "earlier".chars() {
+        runner.handle(key(KeyCode::Char(ch))).await.unwrap();
+    }
+    assert_eq!(
+        picker_lines(&mut runner, "resume a session"),
+        [
+            "resume a session",
+            "search: earlier",
+            "    title                              updated      turns  last turn    id",
+            "›   earlier question                    2d ago     1 turn  completed    7",
+            "↑↓ move · Enter choose · Esc close · type to search",
+        ]
+    );
+    runner.handle(key(KeyCode::Enter)).await.unwrap();
+    assert_eq!(
+        driver.calls(),
+        [
+            "set-model deepseek-v4-pro",
+            "set-permission read-only",
+            "list-sessions",
+            "resume session-7"
+        ]
+    );
+    assert!(terminal_text(&mut runner).contains("resumed session session-7"));
 }
 
 #[tokio::test]
@@ -389,5 +478,129 @@ async fn slash_agents_lists_the_sessions_subagents_indented_by_depth() {
          ────────────────────────────────────────────────────────────\n\
          › type a task; Enter sends\n\
          idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…"
+    );
+}
+
+#[tokio::test]
+async fn the_live_area_grows_with_a_streaming_answer_and_gives_the_rows_back() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 50, 30);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    runner.draw().unwrap();
+    let idle_height = runner.terminal_mut().get_frame().area().height;
+
+    let mut log = Log::default();
+    let mut events = log.turn_start(1);
+    events.push(log.user("count"));
+    events.push(log.chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    let counted: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    events.push(log.chunk(json!({"type": "text-delta", "index": 0, "text": counted})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    runner.draw().unwrap();
+    let streaming = runner.terminal_mut().get_frame().area().height;
+    assert!(
+        streaming > idle_height + 10,
+        "{streaming} rows streaming, {idle_height} idle"
+    );
+    let screen = terminal_text(&mut runner);
+    assert!(
+        screen.contains("line 1\n") && screen.contains("line 12"),
+        "{screen}"
+    );
+
+    let mut events = vec![log.assistant(&counted)];
+    events.extend(log.turn_end(1, json!({"kind": "completed"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    runner.draw().unwrap();
+    assert_eq!(runner.terminal_mut().get_frame().area().height, idle_height);
+    let screen = terminal_text(&mut runner);
+    assert_eq!(screen.matches("line 12").count(), 1, "{screen}");
+}
+
+#[tokio::test]
+async fn a_streamed_markdown_answer_commits_finished_blocks_and_renders_like_the_whole() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 50, 30);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    let answer = "## Plan\n\nFirst **do** this.\n\n```rust\nfn main() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.";
+    let mut log = Log::default();
+    let mut events = log.turn_start(1);
+    events.push(log.user("plan"));
+    events.push(log.chunk(json!({"type": "block-start", "index": 0, "blockType": "text"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    let live_text = |runner: &Runner<TestBackend>| -> String {
+        let lines: Vec<String> = runner
+            .state()
+            .live_lines()
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        lines.join("\n")
+    };
+    // Chunk by chunk, the live area holds only the open block.
+    let mut max_live = 0;
+    for piece in answer.split_inclusive(' ') {
+        let event = log.chunk(json!({"type": "text-delta", "index": 0, "text": piece}));
+        runner.handle(session_input(&event)).await.unwrap();
+        max_live = max_live.max(runner.state().live_lines().len());
+    }
+    assert!(max_live <= 6, "the live area held {max_live} lines");
+    assert_eq!(live_text(&runner), "\n  Done. ▍");
+    let mut events = vec![
+        log.chunk(
+            json!({"type": "block-end", "index": 0, "block": {"type": "text", "text": answer}}),
+        ),
+        log.assistant(answer),
+    ];
+    events.extend(log.turn_end(1, json!({"kind": "completed"})));
+    for event in &events {
+        runner.handle(session_input(event)).await.unwrap();
+    }
+    let screen = terminal_text(&mut runner);
+    let expected = "› plan\n\
+         \n\
+         • Plan\n\
+         \n  \
+           First do this.\n\
+         \n    \
+             fn main() {}\n\
+         \n  \
+           a │ b\n  \
+           ──┼──\n  \
+           1 │ 2\n\
+         \n  \
+           Done.\n\
+         \n\
+         ─ turn 1 completed";
+    assert!(screen.contains(expected), "{screen}");
+}
+
+#[tokio::test]
+async fn the_status_line_shows_the_permission_preset() {
+    let driver = Arc::new(FakeDriver::default());
+    let mut runner = sized_runner(driver, Answers::new(), 120, 10);
+    runner
+        .handle(Input::Opened(opened(Vec::new(), OpenedHow::New)))
+        .await
+        .unwrap();
+    runner.refresh_context().await.unwrap();
+    let screen = terminal_text(&mut runner);
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.starts_with("idle · deepseek-v4-flash (deepseek-official)")
+            && status.ends_with(" · workspace-write"),
+        "{status}"
     );
 }

@@ -11,9 +11,12 @@ use dsh_tools_builtin::approval::{
 use dsh_tools_builtin::SandboxMode;
 use serde_json::json;
 
-/// The status line of a 60-column UI while turn 1 runs, and when idle.
-const RUNNING: &str = "running · turn 1 step 1 · deepseek-v4-flash (deepseek-offic…";
+/// The status line of a 60-column UI when idle.
 const IDLE: &str = "idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…";
+/// With one message queued, and while the model writes.
+const RUNNING_QUEUED: &str = "running · turn 1 step 1 · 1 queued · deepseek-v4-flash (dee…";
+const IDLE_QUEUED: &str = "idle · 1 queued · deepseek-v4-flash (deepseek-official) · 0…";
+const WRITING: &str = "running · turn 1 step 1 · writing · deepseek-v4-flash (deep…";
 const RULE: &str = "────────────────────────────────────────────────────────────";
 
 #[test]
@@ -27,7 +30,14 @@ fn enter_while_idle_starts_a_turn() {
          idle · deepseek-v4-flash (deepseek-offi…"
     );
     let effects = state.reduce(key(KeyCode::Enter));
-    assert_eq!(effects, [Effect::Steer("say hi".into())]);
+    // Sent, and recorded in the history file.
+    assert_eq!(
+        effects,
+        [
+            Effect::Remember("say hi".into()),
+            Effect::Steer("say hi".into())
+        ]
+    );
     assert_eq!(state.input().text(), "");
 
     // The driver's steer starts a turn; the log says so and the screen follows.
@@ -62,7 +72,7 @@ fn typing_while_running_steers() {
     let (mut state, mut log) = running_state();
     type_text(&mut state, "use nom");
     assert_eq!(
-        state.reduce(key(KeyCode::Enter)),
+        actions(state.reduce(key(KeyCode::Enter))),
         [Effect::Steer("use nom".into())]
     );
     // Until the agent reads it at its next step, the steering is shown above the input.
@@ -73,7 +83,7 @@ fn typing_while_running_steers() {
             "steering › use nom\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc cancels\n\
-         {RUNNING}"
+         {RUNNING_QUEUED}"
         )
     );
     let claim = [log.claimed("next-step", 1), log.user("use nom")];
@@ -87,7 +97,7 @@ fn tab_queues_a_follow_up_shown_in_the_queue() {
     let (mut state, mut log) = running_state();
     type_text(&mut state, "then run clippy");
     assert_eq!(
-        state.reduce(key(KeyCode::Tab)),
+        actions(state.reduce(key(KeyCode::Tab))),
         [Effect::FollowUp("then run clippy".into())]
     );
     feed(&mut state, &[log.queued("next-turn", 0, "then run clippy")]);
@@ -98,7 +108,7 @@ fn tab_queues_a_follow_up_shown_in_the_queue() {
             "queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter steers · Tab queues a follow-up · Esc cancels\n\
-         {RUNNING}"
+         {RUNNING_QUEUED}"
         )
     );
 }
@@ -121,7 +131,7 @@ fn esc_cancels_the_turn_and_keeps_the_queue() {
             "queued › then run clippy\n\
          ────────────────────────────────────────────────────────────\n\
          › Enter sends what is queued, or type a task\n\
-         {IDLE}"
+         {IDLE_QUEUED}"
         )
     );
     // Esc while idle does nothing.
@@ -430,7 +440,7 @@ fn streaming_text_is_live_and_a_finished_turn_moves_to_scrollback() {
              • Splitting the ▍\n\
              {RULE}\n\
              › Enter steers · Tab queues a follow-up · Esc cancels\n\
-             {RUNNING}"
+             {WRITING}"
         )
     );
     // Ctrl-T expands the thinking.

@@ -162,11 +162,11 @@ pub fn scrollback(effects: &[Effect]) -> Vec<String> {
         .collect()
 }
 
-/// The effects other than printing.
+/// The effects other than printing and recording history.
 pub fn actions(effects: Vec<Effect>) -> Vec<Effect> {
     effects
         .into_iter()
-        .filter(|e| !matches!(e, Effect::Scrollback(_)))
+        .filter(|e| !matches!(e, Effect::Scrollback(_) | Effect::Remember(_)))
         .collect()
 }
 
@@ -261,6 +261,7 @@ impl AgentDriver for FakeDriver {
             provider: "deepseek-official".into(),
             model: "deepseek-v4-flash".into(),
             catalog: vec!["deepseek-v4-flash".into(), "deepseek-v4-pro".into()],
+            windows: vec![Some(1_000_000), None],
         }
     }
 

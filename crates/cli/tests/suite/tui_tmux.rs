@@ -56,6 +56,22 @@ impl Tmux {
         }
     }
 
+    /// Waits until the pane satisfies `ready`; panics with the pane after a generous limit.
+    pub(super) fn wait_until(&self, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let pane = self.pane();
+            if ready(&pane) {
+                return pane;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the pane never got ready:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn alive(&self) -> bool {
         self.run(&["has-session", "-t", "dsh"]).status.success()
     }
@@ -171,6 +187,11 @@ impl Tmux {
         self.run(&["send-keys", "-t", "dsh", "Enter"]);
     }
 
+    /// Types `text` literally, without Enter.
+    pub(super) fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "dsh", "-l", text]);
+    }
+
     pub(super) fn keys(&self, keys: &str) {
         self.run(&["send-keys", "-t", "dsh", keys]);
     }
@@ -273,12 +294,19 @@ async fn an_approved_tool_call_then_a_fork_in_a_real_terminal() {
     .unwrap();
     assert!(asked.contains("│bash  echo tui-ok"), "{asked}");
     assert!(asked.contains("waiting for your approval"), "{asked}");
+    // The card says the exit code and how long the command took (not asserted: wall clock).
+    let mut shown = lines_from(&done, "› run the check", 7);
+    if let Some(card) = shown.get_mut(2) {
+        if let Some(at) = card.find(" · ") {
+            card.truncate(at);
+        }
+    }
     assert_eq!(
-        lines_from(&done, "› run the check", 7),
+        shown,
         [
             "› run the check",
             "",
-            "✓ bash  echo tui-ok",
+            "✓ bash  echo tui-ok  exit 0",
             "  └ tui-ok",
             "",
             "• It printed tui-ok.",
@@ -516,7 +544,11 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
         tmux.enter("/clear");
         tmux.wait_for("› /clear");
         tmux.enter("/sessions");
-        let listed = tmux.wait_for("sessions (/resume ID continues one)");
+        let listed = tmux.wait_for("resume a session");
+        // Esc closes the picker; `/resume ID` resumes without it. (Typing before the
+        // picker is gone could join the Esc into an Alt-key sequence.)
+        tmux.keys("Escape");
+        tmux.wait_until(|pane| !pane.contains("resume a session"));
         tmux.enter(&format!("/resume {first_id}"));
         tmux.wait_for("resumed session");
         tmux.enter("second question");
@@ -525,11 +557,17 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
     })
     .await
     .unwrap();
-    // The row is wider than the 90-column pane, so its title wraps.
-    let rows = lines_from(&listed, "sessions (/resume ID continues one):", 3);
-    assert!(rows[1].contains(&first_id), "{listed}");
-    assert!(rows[1].ends_with("1 turn  first"), "{listed}");
-    assert_eq!(rows[2], "question");
+    // The picker lists the session with its title, age, turns, last outcome and id.
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("›   first question"))
+        .unwrap_or_else(|| panic!("no row in:\n{listed}"));
+    let short = &first_id["session-".len().."session-".len() + 8];
+    assert!(
+        row.trim_end()
+            .ends_with(&format!("1 turn  completed    {short}")),
+        "{row}"
+    );
     // The resumed history is printed again, then the new turn follows it.
     assert_eq!(
         lines_from(&resumed, &format!("resumed session {first_id}"), 11),

@@ -161,3 +161,26 @@ fn the_tools_block_lists_only_tools_that_exist() {
     .to_string();
     assert!(error.contains("unknown key `tools.web_search`"), "{error}");
 }
+
+#[test]
+fn the_ui_theme_is_read_shown_and_checked() {
+    use crate::tui::theme::ThemeChoice;
+    let settings = load_with("[ui]\ntheme = \"light\"\n", &[], &Overrides::default()).unwrap();
+    assert_eq!(
+        settings.ui.theme,
+        Sourced::new(ThemeChoice::Light, Source::File { line: 2 })
+    );
+    let text = render_text(&settings);
+    let block = text.split("\n\n").find(|b| b.starts_with("[ui]")).unwrap();
+    assert!(block.contains("theme = \"light\""), "{block}");
+    assert_eq!(render_json(&settings)["ui"]["theme"]["value"], "light");
+    let defaults = load_with("", &[], &Overrides::default()).unwrap();
+    assert_eq!(defaults.ui.theme, Sourced::default_value(ThemeChoice::Auto));
+    let error = error_of("[ui]\ntheme = \"solarized\"\n");
+    assert!(
+        error.contains("ui.theme") && error.contains("\"auto\""),
+        "{error}"
+    );
+    let error = error_of("[ui]\ncolour = \"dark\"\n");
+    assert!(error.contains("colour"), "{error}");
+}

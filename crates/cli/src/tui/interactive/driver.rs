@@ -6,6 +6,7 @@
 //! the UI testable with a scripted driver and lets the application own every resource.
 
 use super::state::Input;
+use crate::tui::history::HistoryFile;
 use crate::tui::ContextFill;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
@@ -13,6 +14,7 @@ use dsh_tools_builtin::approval::{ApprovalAnswerer, ApprovalDecision, ApprovalQu
 use dsh_tools_builtin::PermissionPreset;
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{mpsc, oneshot};
@@ -55,6 +57,8 @@ pub enum OpenedHow {
     Resumed,
     /// A fork of `parent`; its history is the parent's.
     Forked { parent: SessionId },
+    /// A fork of `parent` from just before its last prompt (Esc-Esc), to edit that prompt.
+    Rewound { parent: SessionId },
 }
 
 /// A session the UI now shows: its id, its log so far and where requests go.
@@ -119,6 +123,8 @@ pub struct SessionListing {
     /// The first prompt (or a title), on one line.
     pub title: String,
     pub turns: u64,
+    /// How its last turn ended (`completed`, `interrupted` ...), if one did.
+    pub outcome: Option<String>,
 }
 
 /// The model choice `/model` shows and switches. (What the adapter knows about a model is
@@ -129,6 +135,8 @@ pub struct CurrentModel {
     pub model: String,
     /// The provider's catalogued models, to choose from.
     pub catalog: Vec<String>,
+    /// The context window of each catalogued model, in the catalogue's order, where known.
+    pub windows: Vec<Option<u64>>,
 }
 
 /// The application as the UI sees it. Everything the UI can make happen goes through here.
@@ -187,6 +195,31 @@ pub trait AgentDriver: Send + Sync {
     fn compact(&self) -> Result<(), DriverError>;
     /// Stops work and makes everything durable; the UI exits afterwards.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// The prompt-history file (`$DSH_HOME/history.jsonl`); `None` keeps history in memory.
+    fn history_file(&self) -> Option<HistoryFile> {
+        None
+    }
+    /// The workspace root, whose files `@path` completes; `None` turns completion off.
+    fn workspace(&self) -> Option<PathBuf> {
+        None
+    }
+    /// Starts `command` in the workspace under the session's sandbox and returns at once;
+    /// its output arrives as [`Input::ShellDone`]. It is not logged or sent to the model.
+    /// [`AgentDriver::cancel`] stops it.
+    fn shell(&self, _command: &str) -> Result<(), DriverError> {
+        Err(DriverError::Unsupported(
+            "!commands are not available in this composition".into(),
+        ))
+    }
+    /// Forks the session on screen from just before its last prompt, continues in the fork,
+    /// and returns it with that prompt's text (Esc-Esc).
+    fn rewind(&self) -> BoxFuture<'_, Result<(OpenedSession, String), DriverError>> {
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "rewinding is not available in this composition".into(),
+            ))
+        })
+    }
 }
 
 /// Answers approval questions by putting them on screen.

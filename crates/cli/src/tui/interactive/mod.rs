@@ -6,7 +6,8 @@
 //!   approval questions, ticks), [`Effect`]s out (steer, cancel, answer, print to
 //!   scrollback ...).
 //! - [`Runner`] carries the effects out against an [`AgentDriver`] (the application seam)
-//!   and draws the [`LiveView`] into an inline viewport on any ratatui backend. Finished
+//!   and draws the [`LiveView`] into an inline viewport that grows with it (see
+//!   [`fit_viewport`]) on any [`LiveBackend`]. Finished
 //!   transcript entries are printed above the viewport with `insert_before`, so they stay in
 //!   the terminal's own scrollback; the viewport shows only what still changes.
 //! - [`run_terminal`] wires the real terminal: raw mode, bracketed paste, a key reader
@@ -18,20 +19,23 @@
 pub mod commands;
 mod driver;
 mod pending;
+pub mod pickers;
 mod runner;
 pub mod slash;
 mod state;
 mod terminal;
 mod trust;
 mod view;
+mod viewport;
 
 pub use driver::{
     AgentDriver, AgentListing, AgentTranscript, Answers, CurrentModel, DriverError, OpenedHow,
     OpenedSession, SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
-pub use runner::{agent_lines, session_lines, Runner, TICK_MS};
+pub use runner::{agent_lines, Runner, TICK_MS};
 pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};
 pub use trust::ask_trust;
 pub use view::LiveView;
+pub use viewport::{fit_viewport, KnownCursor, LiveBackend};

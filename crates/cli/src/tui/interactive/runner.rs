@@ -4,12 +4,13 @@
 //! [`Runner`] works on any ratatui backend (tests use `TestBackend` with an inline
 //! viewport); [`run_terminal`] sets up the real terminal around it.
 
-use super::driver::{AgentDriver, AgentListing, Answers, SessionListing};
-use super::slash::permission_lines;
+use super::driver::{AgentDriver, AgentListing, Answers};
+use super::pickers::{model_picker, permission_picker, session_picker};
 use super::state::{Effect, Input, InteractiveState};
 use super::view::LiveView;
-use dsh_protocol::SessionId;
-use ratatui::backend::Backend;
+use super::viewport::{fit_viewport, io_error, LiveBackend};
+use crate::tui::complete::FileIndex;
+use crate::tui::history::HistoryFile;
 use ratatui::buffer::Buffer;
 use ratatui::text::Line;
 use ratatui::Terminal;
@@ -25,16 +26,21 @@ pub const TICK_MS: u64 = 250;
 const INSERT_CHUNK: usize = 1000;
 
 /// Drives one [`InteractiveState`] on one terminal.
-pub struct Runner<B: Backend> {
+pub struct Runner<B: LiveBackend> {
     terminal: Terminal<B>,
     state: InteractiveState,
     driver: Arc<dyn AgentDriver>,
     answers: Answers,
     /// Session events arrived since the context was last measured.
     context_stale: bool,
+    /// Where sent prompts are appended (none: history lasts this UI only).
+    history: Option<HistoryFile>,
+    /// The permission preset may have changed since it was last read (it is folded from
+    /// the whole log, so it is read only when it can have changed).
+    permission_stale: bool,
 }
 
-impl<B: Backend> std::fmt::Debug for Runner<B> {
+impl<B: LiveBackend> std::fmt::Debug for Runner<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
             .field("state", &self.state)
@@ -42,20 +48,39 @@ impl<B: Backend> std::fmt::Debug for Runner<B> {
     }
 }
 
-impl<B: Backend> Runner<B> {
+impl<B> Runner<B>
+where
+    B: LiveBackend,
+    B::Error: Send + Sync + 'static,
+{
     /// A runner over `terminal` (normally an inline viewport), sized to its width.
     pub fn new(
         terminal: Terminal<B>,
         driver: Arc<dyn AgentDriver>,
         answers: Answers,
     ) -> io::Result<Self> {
-        let width = terminal.size()?.width;
+        let width = terminal.size().map_err(io_error)?.width;
+        let history = driver.history_file();
+        let mut state = InteractiveState::new(width);
+        if let Some(file) = &history {
+            // A history that cannot be read is not worth refusing to start over.
+            match file.load() {
+                Ok(entries) => {
+                    state.reduce(Input::History(entries));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, path = %file.path().display(), "the prompt history cannot be read")
+                }
+            }
+        }
         Ok(Self {
             terminal,
-            state: InteractiveState::new(width),
+            state,
             driver,
             answers,
             context_stale: true,
+            history,
+            permission_stale: true,
         })
     }
 
@@ -84,6 +109,16 @@ impl<B: Backend> Runner<B> {
             if matches!(input, Input::Session { .. } | Input::Opened(_)) {
                 self.context_stale = true;
             }
+            match &input {
+                Input::Opened(_) => self.permission_stale = true,
+                Input::Session { event, .. } if event.type_name() == "permission/preset" => {
+                    self.permission_stale = true;
+                }
+                _ => {}
+            }
+            if matches!(input, Input::Resize { .. }) {
+                self.terminal.backend_mut().resized();
+            }
             for effect in self.state.reduce(input) {
                 self.execute(effect, &mut inputs).await?;
             }
@@ -94,6 +129,10 @@ impl<B: Backend> Runner<B> {
     /// Measures the context again if events arrived since the last measurement (once per
     /// redraw at most, however many events a burst held).
     pub async fn refresh_context(&mut self) -> io::Result<()> {
+        if self.permission_stale {
+            self.permission_stale = false;
+            self.state.set_permission(self.driver.permission().as_str());
+        }
         if !self.context_stale {
             return Ok(());
         }
@@ -102,18 +141,43 @@ impl<B: Backend> Runner<B> {
         self.handle(Input::Context(fill)).await
     }
 
-    /// Draws the live area.
+    /// Draws the live area, first growing the viewport to what it shows (and shrinking it
+    /// while no turn runs, so the rows it gives back are not left blank for long).
     pub fn draw(&mut self) -> io::Result<()> {
+        self.fit(!self.state.is_running())?;
         let state = &self.state;
-        self.terminal.draw(|frame| {
-            let area = frame.area();
-            let view = LiveView::new(state);
-            if let Some(cursor) = view.cursor(area) {
-                frame.set_cursor_position(cursor);
-            }
-            frame.render_widget(view, area);
-        })?;
+        self.terminal
+            .draw(|frame| {
+                let area = frame.area();
+                let view = LiveView::new(state);
+                if let Some(cursor) = view.cursor(area) {
+                    frame.set_cursor_position(cursor);
+                }
+                frame.render_widget(view, area);
+            })
+            .map_err(io_error)?;
         Ok(())
+    }
+
+    /// Gives the viewport the height of the live view: always when it must grow, when it
+    /// may shrink only if `shrink`.
+    fn fit(&mut self, shrink: bool) -> io::Result<()> {
+        let width = self.terminal.size().map_err(io_error)?.width;
+        let wanted = LiveView::new(&self.state).height(width);
+        let current = self.terminal.get_frame().area().height;
+        if wanted > current || (shrink && wanted < current) {
+            fit_viewport(&mut self.terminal, wanted)?;
+        }
+        Ok(())
+    }
+
+    /// Draws a burst of changes as one synchronized update: lines printed into scrollback,
+    /// a viewport reopened at a new height and the redraw show at once.
+    fn draw_synchronized(&mut self) -> io::Result<()> {
+        self.terminal.backend_mut().synchronized(true)?;
+        let drawn = self.draw();
+        let ended = self.terminal.backend_mut().synchronized(false);
+        drawn.and(ended)
     }
 
     /// Runs until the person quits or `inputs` closes, then shuts the driver down. The
@@ -141,6 +205,7 @@ impl<B: Backend> Runner<B> {
                 },
                 _ = ticks.tick() => Input::Tick,
             };
+            self.terminal.backend_mut().synchronized(true)?;
             self.handle(input).await?;
             // Coalesce a burst (streamed chunks) into one redraw.
             while !self.state.is_quitting() {
@@ -150,7 +215,7 @@ impl<B: Backend> Runner<B> {
                 }
             }
             self.refresh_context().await?;
-            self.draw()?;
+            self.draw_synchronized()?;
         }
         Ok(())
     }
@@ -168,15 +233,7 @@ impl<B: Backend> Runner<B> {
             Effect::FollowUp(text) => driver.follow_up(&text).await.map(|()| None),
             Effect::Cancel => driver.cancel().map(|()| None),
             Effect::SendQueued => driver.send_queued().map(|()| None),
-            Effect::ShowModel => {
-                let model = driver.model();
-                let mut lines = vec![format!("model: {} ({})", model.model, model.provider)];
-                if !model.catalog.is_empty() {
-                    lines.push(format!("catalog: {}", model.catalog.join(", ")));
-                }
-                lines.push("/model NAME switches from the next step".into());
-                Ok(Some(Input::Notice(lines)))
-            }
+            Effect::ShowModel => Ok(Some(Input::Pick(model_picker(&driver.model())))),
             Effect::SetModel(model) => driver
                 .set_model(&model)
                 .map(|note| Some(Input::Notice(vec![note]))),
@@ -185,26 +242,56 @@ impl<B: Backend> Runner<B> {
                 .agent_transcript(&id)
                 .await
                 .map(|view| Some(Input::AgentTranscript(view))),
-            Effect::ListSessions => driver.list_sessions().await.map(|sessions| {
-                Some(Input::Notice(session_lines(
-                    &sessions,
-                    self.state.session(),
-                )))
-            }),
+            Effect::ListSessions => driver
+                .list_sessions()
+                .await
+                .map(|sessions| Some(Input::Pick(session_picker(&sessions, self.state.session())))),
             Effect::Resume(id) => driver.resume(&id).await.map(|o| Some(Input::Opened(o))),
             Effect::Fork => driver.fork().await.map(|o| Some(Input::Opened(o))),
             Effect::NewSession => driver.new_session().await.map(|o| Some(Input::Opened(o))),
-            Effect::ShowPermission => Ok(Some(Input::Notice(permission_lines(Some(
-                driver.permission(),
-            ))))),
+            Effect::ShowPermission => Ok(Some(Input::Pick(permission_picker(driver.permission())))),
+            Effect::Remember(text) => {
+                if let Some(file) = &self.history {
+                    if let Err(error) = file.append(&text) {
+                        tracing::warn!(%error, "the prompt could not be added to the history file");
+                    }
+                }
+                return Ok(());
+            }
+            Effect::IndexFiles => match driver.workspace() {
+                Some(root) => {
+                    let index = tokio::task::spawn_blocking(move || FileIndex::walk(&root))
+                        .await
+                        .unwrap_or_default();
+                    Ok(Some(Input::Files(index)))
+                }
+                None => Ok(None),
+            },
+            Effect::Shell(command) => match driver.shell(&command) {
+                Ok(()) => Ok(None),
+                Err(error) => Ok(Some(Input::ShellDone {
+                    command,
+                    output: Err(error.to_string()),
+                })),
+            },
+            Effect::Rewind => match driver.rewind().await {
+                Ok((opened, text)) => {
+                    inputs.push_back(Input::Opened(opened));
+                    Ok(Some(Input::Edit(text)))
+                }
+                Err(error) => Err(error),
+            },
             Effect::Compact => driver
                 .compact()
                 .map(|()| None)
                 .or_else(|error| Ok(Some(Input::Compacted(Err(error.to_string()))))),
-            Effect::SetPermission(preset) => driver
-                .set_permission(preset)
-                .await
-                .map(|note| Some(Input::Notice(vec![note]))),
+            Effect::SetPermission(preset) => {
+                self.permission_stale = true;
+                driver
+                    .set_permission(preset)
+                    .await
+                    .map(|note| Some(Input::Notice(vec![note])))
+            }
         };
         match outcome {
             Ok(Some(input)) => inputs.push_back(input),
@@ -216,20 +303,23 @@ impl<B: Backend> Runner<B> {
 
     /// Prints `lines` above the viewport, where they scroll into the terminal's history.
     fn print(&mut self, lines: &[Line<'static>]) -> io::Result<()> {
+        // Give back the rows the printed lines leave, so they land where they were shown.
+        self.fit(true)?;
         for chunk in lines.chunks(INSERT_CHUNK) {
             let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
-            self.terminal.insert_before(height, |buf: &mut Buffer| {
-                let area = buf.area;
-                for (y, line) in (area.y..).zip(chunk) {
-                    buf.set_line(area.x, y, line, area.width);
-                }
-            })?;
+            self.terminal
+                .insert_before(height, |buf: &mut Buffer| {
+                    let area = buf.area;
+                    for (y, line) in (area.y..).zip(chunk) {
+                        buf.set_line(area.x, y, line, area.width);
+                    }
+                })
+                .map_err(io_error)?;
         }
         Ok(())
     }
 }
 
-/// `/sessions` output: one row per session, the current one marked.
 /// The `/agents` listing: one line per subagent, indented by depth.
 pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
     if agents.is_empty() {
@@ -248,37 +338,6 @@ pub fn agent_lines(agents: &[AgentListing]) -> Vec<String> {
             "  {id:<id_width$}  {:<11}  {}",
             agent.status,
             crate::tui::text::one_line(&crate::sanitize::sanitize(&agent.label))
-        ));
-    }
-    lines
-}
-
-pub fn session_lines(sessions: &[SessionListing], current: Option<&SessionId>) -> Vec<String> {
-    if sessions.is_empty() {
-        return vec!["no sessions in this workspace yet".into()];
-    }
-    let id_width = sessions
-        .iter()
-        .map(|s| s.id.as_str().len())
-        .max()
-        .unwrap_or(0);
-    let mut lines = vec!["sessions (/resume ID continues one):".to_owned()];
-    for session in sessions {
-        let mark = if Some(&session.id) == current {
-            "●"
-        } else {
-            " "
-        };
-        let turns = if session.turns == 1 {
-            "1 turn".to_owned()
-        } else {
-            format!("{} turns", session.turns)
-        };
-        lines.push(format!(
-            "  {mark} {:<id_width$}  {}  {turns:>9}  {}",
-            session.id.as_str(),
-            session.updated,
-            session.title
         ));
     }
     lines

@@ -92,8 +92,10 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
             (Some(_), true) => Err(SlashError::Usage("/agents [ID]")),
         },
         "resume" => match (arg, extra) {
+            // Without an id, the session picker.
+            (None, _) => Ok(SlashCommand::Sessions),
             (Some(id), false) => Ok(SlashCommand::Resume(id)),
-            _ => Err(SlashError::Usage("/resume SESSION_ID")),
+            (Some(_), true) => Err(SlashError::Usage("/resume [SESSION_ID]")),
         },
         "fork" => no_args(SlashCommand::Fork, "/fork"),
         "permission" | "permissions" => match (arg, extra) {
@@ -117,12 +119,12 @@ fn preset(name: &str) -> Result<PermissionPreset, SlashError> {
 pub const HELP: &[&str] = &[
     "commands:",
     "  /help               this list",
-    "  /model [NAME]       show the model, or switch it from the next step",
-    "  /sessions           list this workspace's sessions",
-    "  /resume ID          continue a session",
+    "  /model [NAME]       choose the model from a list, or switch to NAME (next step)",
+    "  /sessions           choose one of this workspace's sessions to resume",
+    "  /resume [ID]        continue a session (the list without an ID)",
     "  /agents [ID]        list this session's subagents, or show one's transcript",
     "  /fork               fork this session and continue in the copy",
-    "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
+    "  /permission [NAME]  choose or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
     "  /compact            summarize older history now to free context (agent idle)",
     "  /quit               leave (Ctrl-C twice does too)",
@@ -131,36 +133,18 @@ pub const HELP: &[&str] = &[
     "  Tab      queue a follow-up for after the current turn",
     "  Esc      cancel the running turn or /compact; queued input stays (Enter on an empty",
     "           line sends it)",
-    "  Up/Down  recall earlier lines",
+    "  Up/Down  move between lines; on the first/last line, recall earlier prompts",
+    "  Ctrl-R   search earlier prompts (Ctrl-R again: older; Enter keeps; Esc cancels)",
+    "  Ctrl-J   new line in the prompt (also Shift-Enter or Alt-Enter, or \\ then Enter)",
+    "  Ctrl-A/E start/end of the line; Alt-B/F a word back/forward",
+    "  Ctrl-W   delete the word before; Alt-D the word after; Ctrl-U/K to line start/end",
+    "  @path    complete a workspace file (Tab or Enter inserts it, Up/Down choose)",
+    "  !cmd     run cmd in the workspace sandbox; its output is shown, not sent",
+    "  Esc Esc  on an empty line: fork from before your last prompt and edit it",
     "  Ctrl-T   show or hide the model's thinking",
     "  Ctrl-O   show or hide compaction summaries (shows the latest one again)",
-    "  Ctrl-J   new line in the prompt",
     "  //text   send a prompt that starts with /",
 ];
-
-/// One line per preset for `/permission`, the current one marked.
-pub fn permission_lines(current: Option<PermissionPreset>) -> Vec<String> {
-    let rows = [
-        (
-            PermissionPreset::ReadOnly,
-            "read-only sandbox, ask before risky calls",
-        ),
-        (
-            PermissionPreset::WorkspaceWrite,
-            "writes confined to the workspace, ask before risky calls",
-        ),
-        (
-            PermissionPreset::DangerFullAccess,
-            "no confinement, never ask",
-        ),
-    ];
-    let mut lines = vec!["permission presets (/permission NAME switches):".to_owned()];
-    for (preset, what) in rows {
-        let mark = if Some(preset) == current { "●" } else { " " };
-        lines.push(format!("  {mark} {:<19}{what}", preset.as_str()));
-    }
-    lines
-}
 
 #[cfg(test)]
 mod tests {
@@ -205,9 +189,10 @@ mod tests {
 
     #[test]
     fn bad_commands_say_why() {
+        assert_eq!(command("/resume"), Ok(SlashCommand::Sessions));
         assert_eq!(
-            command("/resume"),
-            Err(SlashError::Usage("/resume SESSION_ID"))
+            command("/resume a b"),
+            Err(SlashError::Usage("/resume [SESSION_ID]"))
         );
         assert_eq!(command("/fork now"), Err(SlashError::Usage("/fork")));
         assert_eq!(

@@ -4,20 +4,20 @@
 use super::driver::{AgentDriver, Answers, OpenedSession};
 use super::runner::Runner;
 use super::state::Input;
+use super::viewport::KnownCursor;
 use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::terminal;
-use ratatui::backend::CrosstermBackend;
 use ratatui::{Terminal, TerminalOptions, Viewport};
-use std::io::{self, Stdout};
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Rows of the live area for a screen `rows` tall: enough for a streaming answer's tail, an
-/// approval prompt and the input, while most of the screen stays scrollback.
+/// Rows of the live area when the UI starts: the input box and the status line. The
+/// viewport then grows with what it shows (see `viewport.rs`).
 pub fn viewport_height(rows: u16) -> u16 {
-    (rows.saturating_mul(2) / 5).clamp(10, 24).min(rows)
+    4.min(rows)
 }
 
 /// Restores the terminal when dropped, also on an error path.
@@ -92,7 +92,8 @@ pub async fn run_terminal(
 ) -> io::Result<()> {
     let raw = RawMode::enter()?;
     let rows = terminal::size()?.1;
-    let backend = CrosstermBackend::new(io::stdout());
+    // The palette was chosen from `[ui] theme` and `NO_COLOR` before the UI started.
+    let backend = KnownCursor::stdout(crate::tui::theme::current().colour);
     let terminal = Terminal::with_options(
         backend,
         TerminalOptions {
@@ -112,7 +113,7 @@ pub async fn run_terminal(
 }
 
 /// Clears the live area so the shell prompt follows the scrollback directly.
-fn leave(terminal: &mut Terminal<CrosstermBackend<Stdout>>) -> io::Result<()> {
+fn leave(terminal: &mut Terminal<KnownCursor>) -> io::Result<()> {
     terminal.clear()?;
     let top = terminal.get_frame().area().y;
     terminal.set_cursor_position((0, top))?;

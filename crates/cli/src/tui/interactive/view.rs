@@ -1,13 +1,18 @@
 //! The live area of the inline viewport: entries still changing, the approval prompt, the
-//! input box with its queue, the slash-command completions, and the status line. Finished entries are not here; they were
-//! printed into scrollback. When the live entries outgrow the viewport, their newest lines
-//! show (the whole entry reaches scrollback once it is finished).
+//! input box with its queue, the slash-command completions, and the status line. Finished
+//! entries are not here; they were printed into scrollback. The viewport grows to
+//! [`LiveView::height`] (see `viewport.rs`); when the live entries outgrow the screen, their
+//! newest lines show (the whole entry reaches scrollback once it is finished).
 
 use super::commands::CompletionView;
 use super::state::InteractiveState;
+use crate::tui::history::HistorySearch;
+use crate::tui::picker::Picker;
 use crate::tui::{InputView, StatusLine};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 /// Draws an [`InteractiveState`].
@@ -21,13 +26,28 @@ impl<'a> LiveView<'a> {
         Self { state }
     }
 
+    /// The rows this view wants on a screen `width` columns wide: every live line, the
+    /// prompt, the input, the completions and the status line.
+    pub fn height(&self, width: u16) -> u16 {
+        let state = self.state;
+        let live = u16::try_from(state.live_lines().len()).unwrap_or(u16::MAX);
+        live.saturating_add(state.approval().map_or(0, |a| a.height(width)))
+            .saturating_add(state.input().height(width))
+            .saturating_add(Below::of(state).height())
+            .saturating_add(1)
+    }
+
     /// Live entries, approval prompt, input box, status line, top-aligned: the input sits
     /// right under the scrollback and the viewport's spare rows stay blank below it.
     fn areas(&self, area: Rect) -> [Rect; 5] {
         let state = self.state;
         let approval = state.approval().map_or(0, |a| a.height(area.width));
         let input = state.input().height(area.width);
-        let completions = CompletionView::new(state.completions()).height();
+        // What shows below the input (a picker) gives way before the input and status do.
+        let completions = Below::of(state).height().min(
+            area.height
+                .saturating_sub(input.saturating_add(approval).saturating_add(1)),
+        );
         let fixed = approval
             .saturating_add(input)
             .saturating_add(completions)
@@ -72,13 +92,84 @@ impl Widget for LiveView<'_> {
             prompt.render(approval, buf);
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
-        CompletionView::new(state.completions()).render(completions, buf);
+        Below::of(state).render(completions, buf);
         let mut line = StatusLine::new(state.transcript())
             .agents(state.agents())
-            .jobs(state.jobs());
+            .jobs(state.jobs())
+            .queued(state.queued())
+            .permission(state.permission());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }
         line.render(status, buf);
+    }
+}
+
+/// What shows under the input box: an open picker, a Ctrl-R search, `@path` completions or
+/// `/command` completions (at most one of them applies at a time).
+enum Below<'a> {
+    Picker(&'a Picker),
+    Search(&'a HistorySearch),
+    Files(Vec<&'a str>, usize),
+    Commands(CompletionView<'a>),
+}
+
+impl<'a> Below<'a> {
+    fn of(state: &'a InteractiveState) -> Self {
+        if let Some(picker) = state.picker() {
+            return Self::Picker(picker);
+        }
+        if let Some(search) = state.history_search() {
+            return Self::Search(search);
+        }
+        let files = state.file_completions();
+        if !files.is_empty() {
+            return Self::Files(files, state.file_choice());
+        }
+        Self::Commands(CompletionView::new(state.completions()))
+    }
+
+    fn height(&self) -> u16 {
+        match self {
+            Self::Picker(picker) => picker.height(),
+            Self::Search(_) => 1,
+            Self::Files(files, _) => u16::try_from(files.len()).unwrap_or(0),
+            Self::Commands(view) => view.height(),
+        }
+    }
+
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let dim = Style::new().add_modifier(Modifier::DIM);
+        match self {
+            Self::Picker(picker) => picker.render(area, buf),
+            Self::Search(search) => {
+                let found = if search.found.is_some() || search.query.is_empty() {
+                    ""
+                } else {
+                    " (no match)"
+                };
+                let line = Line::from(vec![
+                    Span::styled("history search: ", dim),
+                    Span::raw(search.query.clone()),
+                    Span::styled(
+                        format!("{found}   Ctrl-R older · Enter keep · Esc cancel"),
+                        dim,
+                    ),
+                ]);
+                buf.set_line(area.x, area.y, &line, area.width);
+            }
+            Self::Files(files, choice) => {
+                for (i, (path, y)) in files.iter().zip(area.y..area.bottom()).enumerate() {
+                    let style = if i == choice {
+                        Style::new().add_modifier(Modifier::REVERSED)
+                    } else {
+                        Style::new()
+                    };
+                    let line = Line::styled(format!("  @{path}"), style);
+                    buf.set_line(area.x, y, &line, area.width);
+                }
+            }
+            Self::Commands(view) => view.render(area, buf),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Keys: editing, sending, steering and queueing, the approval prompt, slash commands,
 //! history and quitting.
 
+use super::editing::shell_command;
 use super::{dim, Effect, InteractiveState, QUIT_HINT_TICKS};
 use crate::tui::interactive::slash::{self, SlashCommand, SlashError, Submitted};
 use crate::tui::{ApprovalChoice, InputBox};
@@ -23,61 +24,60 @@ impl InteractiveState {
             self.approval_key(key, effects);
             return;
         }
-        let alt_or_shift = key
-            .modifiers
-            .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        if self.picker.is_some() {
+            self.picker_key(key, effects);
+            return;
+        }
+        if self.search.is_some() {
+            self.search_key(key);
+            return;
+        }
+        let esc_armed = std::mem::take(&mut self.esc_armed);
+        if key.code == KeyCode::Esc && self.rewind_key(esc_armed, effects) {
+            return;
+        }
+        if self.file_completion_key(key) {
+            return;
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         match key.code {
-            KeyCode::Enter if alt_or_shift => self.input.insert('\n'),
+            KeyCode::Enter if alt || shift => self.input.insert('\n'),
             KeyCode::Char('j') if ctrl => self.input.insert('\n'),
+            // A line ending in a backslash continues on the next (as in a shell).
+            KeyCode::Enter if self.input.text()[..self.input.cursor()].ends_with('\\') => {
+                self.input.backspace();
+                self.input.insert('\n');
+            }
             KeyCode::Enter => self.submit(false, effects),
             KeyCode::Tab => match self.commands.complete(self.input.text()) {
                 Some(completed) => self.input.set_text(&completed),
                 None => self.submit(true, effects),
             },
-            KeyCode::Esc if self.is_running() || self.compacting => effects.push(Effect::Cancel),
+            KeyCode::Esc if self.is_running() || self.compacting || self.shell.is_some() => {
+                effects.push(Effect::Cancel);
+            }
             KeyCode::Char('t') if ctrl => {
                 let expanded = self.transcript.reasoning_expanded();
                 self.transcript.set_reasoning_expanded(!expanded);
             }
             KeyCode::Char('o') if ctrl => self.toggle_compaction(effects),
             KeyCode::Char('d') if ctrl && self.input.text().is_empty() => self.quit(effects),
-            KeyCode::Char('a') if ctrl => self.input.home(),
-            KeyCode::Char('e') if ctrl => self.input.end(),
-            KeyCode::Char('u') if ctrl => self.input = self.input_without_text(),
-            KeyCode::Char(ch) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
-                self.input.insert(ch);
-            }
-            KeyCode::Backspace => self.input.backspace(),
-            KeyCode::Delete => self.input.delete(),
-            KeyCode::Left => self.input.left(),
-            KeyCode::Right => self.input.right(),
-            KeyCode::Home => self.input.home(),
-            KeyCode::End => self.input.end(),
-            KeyCode::Up => self.recall(true),
-            KeyCode::Down => self.recall(false),
-            _ => {}
+            KeyCode::Char('r') if ctrl => self.start_search(),
+            _ => self.edit_key(key, effects),
         }
     }
 
-    /// Up (`back`) or Down through the submitted lines; Down past the newest clears.
-    fn recall(&mut self, back: bool) {
-        let at = match (self.recalled, back) {
-            (None, true) => self.history.len().checked_sub(1),
-            (None, false) => return,
-            (Some(at), true) => Some(at.saturating_sub(1)),
-            (Some(at), false) => Some(at + 1).filter(|next| *next < self.history.len()),
+    /// Up (`back`) or Down through the history, from the first or last line of the text.
+    pub(super) fn recall(&mut self, back: bool) {
+        let text = self.input.text().to_owned();
+        let recalled = if back {
+            self.history.older(&text).map(str::to_owned)
+        } else {
+            self.history.newer().map(str::to_owned)
         };
-        let Some(at) = at else {
-            if !back {
-                self.recalled = None;
-                self.input = self.input_without_text();
-            }
-            return;
-        };
-        self.recalled = Some(at);
-        self.input = self.input_without_text();
-        if let Some(line) = self.history.get(at) {
-            self.input.insert_str(line);
+        if let Some(line) = recalled {
+            self.input.set_text(&line);
         }
     }
 
@@ -94,9 +94,14 @@ impl InteractiveState {
             return;
         }
         self.quit_armed = QUIT_HINT_TICKS;
-        if self.is_running() {
+        self.picker = None;
+        self.esc_armed = false;
+        if let Some(search) = self.search.take() {
+            self.input.set_text(&search.original);
+        } else if self.is_running() || self.shell.is_some() {
             effects.push(Effect::Cancel);
         } else {
+            self.history.reset();
             self.input = self.input_without_text();
         }
     }
@@ -163,9 +168,12 @@ impl InteractiveState {
             }
             return;
         };
-        self.recalled = None;
-        if self.history.last() != Some(&text) {
-            self.history.push(text.clone());
+        if self.history.push(&text) {
+            effects.push(Effect::Remember(text.clone()));
+        }
+        if let Some(command) = shell_command(&text) {
+            self.run_shell(command, &text, effects);
+            return;
         }
         let submitted = match slash::classify(&text) {
             // Custom commands and skills are prompts: the agent's side expands them.

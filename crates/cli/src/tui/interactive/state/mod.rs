@@ -6,16 +6,22 @@
 //! does I/O, so a test can drive the UI with scripted inputs and read what a person would
 //! see.
 
+mod editing;
 mod keys;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
+use crate::tui::complete::FileIndex;
+use crate::tui::history::{History, HistorySearch};
+use crate::tui::markdown::finished_prefix;
+use crate::tui::picker::Picker;
 use crate::tui::text::wrap;
 use crate::tui::{
-    child_transcript_lines, entry_lines, live_child_lines, ApprovalPrompt, ContextFill, Detail,
-    Entry, EscalationLine, InputBox, LiveChild, RunState, ToolState, Transcript,
+    assistant_lines, child_transcript_lines, entry_lines, live_child_lines, ApprovalPrompt,
+    ContextFill, Detail, Entry, EscalationLine, InputBox, LiveChild, RunState, ToolState,
+    Transcript,
 };
 use crossterm::event::KeyEvent;
 use dsh_protocol::SessionId;
@@ -80,6 +86,19 @@ pub enum Input {
     Children(Vec<LiveChild>),
     /// A subagent's transcript to show, read-only (`/agents ID`).
     AgentTranscript(AgentTranscript),
+    /// The prompt history kept across sessions, oldest first (read once at start).
+    History(Vec<String>),
+    /// The workspace's files, for `@path` completion (asked for by [`Effect::IndexFiles`]).
+    Files(FileIndex),
+    /// A list to choose from (`/resume`, `/sessions`, `/model`, `/permission`).
+    Pick(Picker),
+    /// A `!command` finished: its command line and its output (or why it did not run).
+    ShellDone {
+        command: String,
+        output: Result<String, String>,
+    },
+    /// Text to edit in the input box (Esc-Esc: the previous prompt of a rewound session).
+    Edit(String),
 }
 
 /// Something the runner must do.
@@ -113,6 +132,15 @@ pub enum Effect {
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
+    /// Append a sent prompt to the history file.
+    Remember(String),
+    /// List the workspace's files for `@path` completion; they come back as [`Input::Files`].
+    IndexFiles,
+    /// Run a `!command` in the workspace's sandbox; the output comes back as
+    /// [`Input::ShellDone`] and is never sent to the model.
+    Shell(String),
+    /// Esc-Esc: fork the session from just before its last prompt and edit that prompt.
+    Rewind,
 }
 
 /// One open approval question.
@@ -142,14 +170,29 @@ pub struct InteractiveState {
     next_seq: u64,
     /// Entries before this index are in scrollback.
     flushed: usize,
+    /// Bytes of the streaming answer at `flushed` already printed: its finished markdown
+    /// blocks, committed while the rest still streams.
+    streamed: usize,
     printed: Printed,
     pending: PendingInput,
     input: InputBox,
     approvals: VecDeque<Asked>,
-    /// Lines submitted in this UI, oldest first (Up and Down recall them).
-    history: Vec<String>,
-    /// The history entry being shown, while browsing.
-    recalled: Option<usize>,
+    /// Prompts sent, in this UI and earlier ones (Up, Down and Ctrl-R recall them).
+    history: History,
+    /// A Ctrl-R search under way.
+    search: Option<HistorySearch>,
+    /// The open picker, which has the keys while it is open.
+    picker: Option<Picker>,
+    /// The workspace's files once listed (`None` before the first `@`).
+    files: Option<FileIndex>,
+    /// The files were asked for.
+    files_asked: bool,
+    /// The highlighted `@path` completion.
+    file_choice: usize,
+    /// A first Esc on an empty, idle input: a second one rewinds.
+    esc_armed: bool,
+    /// A `!command` is running.
+    shell: Option<String>,
     /// Ticks left in which a second Ctrl-C quits.
     quit_armed: u32,
     quitting: bool,
@@ -161,6 +204,8 @@ pub struct InteractiveState {
     agents: usize,
     /// Working subagents, one live line each.
     children: Vec<LiveChild>,
+    /// The session's permission preset (sandbox and approval), for the status line.
+    permission: Option<&'static str>,
     commands: CommandDirectory,
 }
 
@@ -173,18 +218,26 @@ impl InteractiveState {
             transcript: Transcript::new(),
             next_seq: 0,
             flushed: 0,
+            streamed: 0,
             printed: Printed::Nothing,
             pending: PendingInput::default(),
             input: InputBox::new(),
             approvals: VecDeque::new(),
-            history: Vec::new(),
-            recalled: None,
+            history: History::default(),
+            search: None,
+            picker: None,
+            files: None,
+            files_asked: false,
+            file_choice: 0,
+            esc_armed: false,
+            shell: None,
             quit_armed: 0,
             quitting: false,
             compacting: false,
             jobs: 0,
             agents: 0,
             children: Vec::new(),
+            permission: None,
             commands: CommandDirectory::builtins(),
         }
     }
@@ -239,6 +292,20 @@ impl InteractiveState {
         self.approvals.front().map(|a| &a.prompt)
     }
 
+    /// The session's permission preset as the status line shows it.
+    pub fn permission(&self) -> Option<&'static str> {
+        self.permission
+    }
+
+    pub fn set_permission(&mut self, preset: &'static str) {
+        self.permission = Some(preset);
+    }
+
+    /// Messages typed while the agent works and not yet taken: follow-ups and steering.
+    pub fn queued(&self) -> usize {
+        self.pending.follow_ups().len() + self.pending.steering().len()
+    }
+
     pub fn is_running(&self) -> bool {
         !matches!(self.transcript.run_state(), RunState::Idle)
     }
@@ -257,6 +324,10 @@ impl InteractiveState {
     pub fn status_note(&self) -> Option<&'static str> {
         if self.quit_armed > 0 {
             Some("press Ctrl-C again to quit")
+        } else if self.esc_armed {
+            Some("press Esc again to edit your previous message (in a fork)")
+        } else if self.shell.is_some() {
+            Some("running a shell command (Esc stops it)")
         } else if !self.approvals.is_empty() {
             Some("waiting for your approval")
         } else if self.compacting {
@@ -275,12 +346,7 @@ impl InteractiveState {
         let mut effects = Vec::new();
         match input {
             Input::Key(key) => self.key(key, &mut effects),
-            Input::Paste(text) => {
-                if self.approvals.is_empty() {
-                    self.input
-                        .insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
-                }
-            }
+            Input::Paste(text) => self.paste(&text, &mut effects),
             Input::Resize { width } => self.width = width.max(1),
             Input::Commands(directory) => self.commands = directory,
             Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
@@ -341,6 +407,11 @@ impl InteractiveState {
                 let lines = child_transcript_lines(&view, self.width);
                 self.note(lines, &mut effects);
             }
+            Input::History(entries) => self.history = History::new(entries),
+            Input::Files(index) => self.files = Some(index),
+            Input::Pick(picker) => self.picker = Some(picker),
+            Input::ShellDone { command, output } => self.shell_done(command, output, &mut effects),
+            Input::Edit(text) => self.input.set_text(&text),
         }
         self.flush(&mut effects);
         self.sync_queue();
@@ -392,17 +463,26 @@ impl InteractiveState {
             OpenedHow::Forked { parent } => {
                 (format!("forked session {parent} into {}", opened.id), false)
             }
+            OpenedHow::Rewound { parent } => (
+                format!(
+                    "forked session {parent} from before its last prompt into {}; \
+                     edit the prompt and send it",
+                    opened.id
+                ),
+                true,
+            ),
         };
         let mut header = Vec::new();
         if self.printed != Printed::Nothing {
             header.push(Line::default());
         }
-        header.push(Line::styled(note, dim()));
+        header.extend(self.wrapped(&note, dim()));
         self.printed = Printed::Other;
         push_scrollback(effects, header);
         // A resumed session's history is printed by the next flush; a fork's is already on
         // screen, and a new session has none.
         self.flushed = if replay { 0 } else { self.settled_prefix() };
+        self.streamed = 0;
     }
 
     /// Prints `lines` into scrollback after everything settled so far.
@@ -441,18 +521,64 @@ impl InteractiveState {
             .unwrap_or(entries.len())
     }
 
-    /// Moves newly settled entries into scrollback.
+    /// Moves newly settled entries into scrollback, then the finished blocks of an answer
+    /// still streaming.
     fn flush(&mut self, effects: &mut Vec<Effect>) {
         let settled = self.settled_prefix();
-        if settled <= self.flushed {
+        if settled > self.flushed {
+            let mut lines = Vec::new();
+            let detail = Detail::of(&self.transcript);
+            let mut skip = self.streamed;
+            for entry in &self.transcript.entries()[self.flushed..settled] {
+                push_entry(
+                    &mut lines,
+                    &mut self.printed,
+                    entry,
+                    skip,
+                    self.width,
+                    detail,
+                );
+                skip = 0;
+            }
+            self.flushed = settled;
+            self.streamed = 0;
+            push_scrollback(effects, lines);
+        }
+        self.commit_streamed(effects);
+    }
+
+    /// Prints the finished markdown blocks of the answer streaming at `flushed`: they
+    /// render once, and only the open block after them re-renders per chunk.
+    fn commit_streamed(&mut self, effects: &mut Vec<Effect>) {
+        let Some(Entry::Assistant {
+            text,
+            streaming: true,
+            ..
+        }) = self.transcript.entries().get(self.flushed)
+        else {
+            return;
+        };
+        let cut = finished_prefix(text);
+        if cut <= self.streamed {
             return;
         }
+        let Some(part) = text.get(self.streamed..cut) else {
+            return;
+        };
+        let continued = self.streamed > 0;
         let mut lines = Vec::new();
-        let detail = Detail::of(&self.transcript);
-        for entry in &self.transcript.entries()[self.flushed..settled] {
-            push_entry(&mut lines, &mut self.printed, entry, self.width, detail);
+        if self.printed != Printed::Nothing {
+            lines.push(Line::default());
         }
-        self.flushed = settled;
+        lines.extend(assistant_lines(
+            part,
+            usize::from(self.width),
+            continued,
+            false,
+            false,
+        ));
+        self.printed = Printed::Other;
+        self.streamed = cut;
         push_scrollback(effects, lines);
     }
 
@@ -462,8 +588,10 @@ impl InteractiveState {
         let mut lines = Vec::new();
         let mut printed = self.printed;
         let detail = Detail::of(&self.transcript);
+        let mut skip = self.streamed;
         for entry in &self.transcript.entries()[self.flushed..] {
-            push_entry(&mut lines, &mut printed, entry, self.width, detail);
+            push_entry(&mut lines, &mut printed, entry, skip, self.width, detail);
+            skip = 0;
         }
         // The working subagents last, right above the input, until they settle.
         if !self.children.is_empty() {
@@ -475,18 +603,25 @@ impl InteractiveState {
         lines
     }
 
-    /// Ctrl-O: shows compaction cards with their summary, or as one line. Cards already in
-    /// scrollback cannot change there, so opening prints the newest one again, in full.
+    /// Ctrl-O: shows every card in full (a tool card's whole diff or output, a compaction
+    /// card's summary), or collapsed again. Cards already in scrollback cannot change there,
+    /// so opening prints the newest one that hides something again, in full.
     pub(super) fn toggle_compaction(&mut self, effects: &mut Vec<Effect>) {
         let expanded = !self.transcript.compaction_expanded();
         self.transcript.set_compaction_expanded(expanded);
         if !expanded {
             return;
         }
-        let newest = self.transcript.entries()[..self.flushed]
-            .iter()
-            .rev()
-            .find(|entry| matches!(entry, Entry::Compaction(card) if card.compacted().is_some()));
+        let theme = crate::tui::theme::current();
+        let newest =
+            self.transcript.entries()[..self.flushed]
+                .iter()
+                .rev()
+                .find(|entry| match entry {
+                    Entry::Compaction(card) => card.compacted().is_some(),
+                    Entry::Tool(card) => crate::tui::cards::tool_card(card, theme).is_clipped(),
+                    _ => false,
+                });
         if let Some(entry) = newest {
             let lines = entry_lines(entry, self.width, Detail::of(&self.transcript));
             self.note(lines, effects);
@@ -500,11 +635,13 @@ impl InteractiveState {
 }
 
 /// Appends `entry`'s lines, after a blank line unless it starts the screen or joins a run of
-/// tool cards (parallel calls stay together).
+/// tool cards (parallel calls stay together). `skip` bytes of an answer's text are in
+/// scrollback already; the rest continues them.
 fn push_entry(
     lines: &mut Vec<Line<'static>>,
     printed: &mut Printed,
     entry: &Entry,
+    skip: usize,
     width: u16,
     detail: Detail,
 ) {
@@ -513,12 +650,61 @@ fn push_entry(
     if *printed != Printed::Nothing && !together {
         lines.push(Line::default());
     }
-    lines.extend(entry_lines(entry, width, detail));
+    match entry {
+        Entry::Assistant {
+            text,
+            streaming,
+            interrupted,
+        } if skip > 0 => {
+            let rest = live_tail(text.get(skip..).unwrap_or(""), *streaming);
+            lines.extend(assistant_lines(
+                rest,
+                usize::from(width),
+                true,
+                *streaming,
+                *interrupted,
+            ));
+        }
+        Entry::Assistant {
+            text,
+            streaming: true,
+            interrupted,
+        } => lines.extend(assistant_lines(
+            live_tail(text, true),
+            usize::from(width),
+            false,
+            true,
+            *interrupted,
+        )),
+        _ => lines.extend(entry_lines(entry, width, detail)),
+    }
     *printed = if is_tool {
         Printed::Tool
     } else {
         Printed::Other
     };
+}
+
+/// The most of an open block re-rendered per chunk: the screen shows its newest lines only,
+/// and a block that never ends (a 5 MB line) must not cost its whole length per chunk.
+const LIVE_TAIL_BYTES: usize = 16 * 1024;
+
+/// The end of `text` worth rendering while it streams: all of it when short, else its last
+/// [`LIVE_TAIL_BYTES`] from a line start (or a character boundary, in one long line). The
+/// whole text is rendered once it is committed.
+fn live_tail(text: &str, streaming: bool) -> &str {
+    if !streaming || text.len() <= LIVE_TAIL_BYTES {
+        return text;
+    }
+    let mut start = text.len() - LIVE_TAIL_BYTES;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &text[start..];
+    match tail.find('\n') {
+        Some(newline) if newline + 1 < tail.len() => &tail[newline + 1..],
+        _ => tail,
+    }
 }
 
 /// Whether an entry is finished; `last` says whether anything follows it.
