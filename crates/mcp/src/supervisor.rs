@@ -156,6 +156,7 @@ impl Supervisor {
         }
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = None;
         self.unregister_all();
+        self.board.update(&self.config.name, |s| s.tool_count = 0);
     }
 
     fn set_state(&self, state: McpState, tool_count: Option<usize>) {
@@ -359,6 +360,7 @@ impl Supervisor {
         for (_, disposer) in gone {
             disposer.dispose();
         }
-        self.board.update(&self.config.name, |s| s.tool_count = 0);
+        // The board's count is left to the caller: a re-sync swaps generations and reports
+        // the new count once, so nobody reads a transient 0 while the server is ready.
     }
 }

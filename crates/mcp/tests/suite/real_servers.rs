@@ -19,7 +19,16 @@ async fn everything_over_stdio_echo_sum_image_and_env_scrub() {
     }
     let m = mount(vec![server]);
     m.ready("everything").await;
-    let names = m.tools.names(None);
+    // server-everything may announce a changed list right after start; a re-sync swaps the
+    // generation tool by tool, so read the registry once the swap has settled.
+    let mut names = m.tools.names(None);
+    for _ in 0..100 {
+        if m.board.server("everything").unwrap().tool_count == names.len() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        names = m.tools.names(None);
+    }
     for tool in [
         "mcp__everything__echo",
         "mcp__everything__get-sum",
