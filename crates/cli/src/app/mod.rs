@@ -328,13 +328,31 @@ impl Runtime {
         SessionId::new(format!("session-{}", uuid::Uuid::new_v4()))
     }
 
+    /// The agent options the settings choose (provider route and model).
+    pub fn agent_options(&self) -> dsh_agent::AgentOptions {
+        let settings = self.settings();
+        dsh_agent::AgentOptions::new(
+            settings.model.provider.value.clone(),
+            settings.model.model.value.clone(),
+        )
+    }
+
     /// Creates and publishes a new agent working in the workspace.
     pub async fn create_agent(&self, start: AgentStart) -> Result<AgentHandle, AppError> {
+        self.create_agent_with(start, self.agent_options()).await
+    }
+
+    /// [`create_agent`](Self::create_agent) with other agent options (the SDK runtime's
+    /// `initialize` may choose the model and output cap).
+    pub async fn create_agent_with(
+        &self,
+        start: AgentStart,
+        agent_options: dsh_agent::AgentOptions,
+    ) -> Result<AgentHandle, AppError> {
         let id = start
             .session_id
             .clone()
             .unwrap_or_else(Self::new_session_id);
-        let settings = self.settings();
         let options = CreateAgentOptions {
             session_id: Some(id.clone()),
             meta: SessionMeta {
@@ -342,10 +360,7 @@ impl Runtime {
                 delegation_depth: Some(0),
                 ..SessionMeta::default()
             },
-            agent_options: dsh_agent::AgentOptions::new(
-                settings.model.provider.value.clone(),
-                settings.model.model.value.clone(),
-            ),
+            agent_options,
             setup: Some(self.boot.agent_setup(id, start)),
             ..CreateAgentOptions::default()
         };
@@ -358,12 +373,19 @@ impl Runtime {
         id: SessionId,
         start: AgentStart,
     ) -> Result<AgentHandle, AppError> {
-        let settings = self.settings();
+        self.resume_agent_with(id, start, self.agent_options())
+            .await
+    }
+
+    /// [`resume_agent`](Self::resume_agent) with other agent options.
+    pub async fn resume_agent_with(
+        &self,
+        id: SessionId,
+        start: AgentStart,
+        agent_options: dsh_agent::AgentOptions,
+    ) -> Result<AgentHandle, AppError> {
         let mut options = ResumeAgentOptions::new(id.clone());
-        options.agent_options = dsh_agent::AgentOptions::new(
-            settings.model.provider.value.clone(),
-            settings.model.model.value.clone(),
-        );
+        options.agent_options = agent_options;
         options.setup = Some(self.boot.agent_setup(id, start));
         Ok(self.agents.resume(&self.root, options).await?)
     }
