@@ -149,7 +149,10 @@ impl Server {
             Err(Malformed::InvalidRequest { id, why }) => {
                 self.peer.respond(
                     &id,
-                    Err(RpcError::new(code::INVALID_REQUEST, format!("Invalid request: {why}"))),
+                    Err(RpcError::new(
+                        code::INVALID_REQUEST,
+                        format!("Invalid request: {why}"),
+                    )),
                 );
                 return;
             }
@@ -190,7 +193,9 @@ impl Server {
                         }
                     });
                 }
-                _ => self.peer.respond(&id, Err(RpcError::method_not_found(&method))),
+                _ => self
+                    .peer
+                    .respond(&id, Err(RpcError::method_not_found(&method))),
             },
         }
     }
@@ -260,7 +265,11 @@ impl Server {
     async fn create(&self, params: Value) -> Result<Arc<AcpSession>, RpcError> {
         let asked: NewSessionParams = self::params("session/new", params)?;
         let workspace = self
-            .open(&asked.cwd, &asked.mcp_servers, &asked.additional_directories)
+            .open(
+                &asked.cwd,
+                &asked.mcp_servers,
+                &asked.additional_directories,
+            )
             .await?;
         let id = workspace.new_session_id();
         let handle = workspace
@@ -307,7 +316,11 @@ impl Server {
     async fn load(&self, params: Value) -> Result<Arc<AcpSession>, RpcError> {
         let asked: LoadSessionParams = self::params("session/load", params)?;
         let workspace = self
-            .open(&asked.cwd, &asked.mcp_servers, &asked.additional_directories)
+            .open(
+                &asked.cwd,
+                &asked.mcp_servers,
+                &asked.additional_directories,
+            )
             .await?;
         if lock(&self.sessions).contains_key(&asked.session_id) {
             return Err(RpcError::invalid_params(format!(

@@ -58,7 +58,8 @@ impl AcpAnswerer {
         if !locations.is_empty() {
             tool_call["locations"] = Value::Array(locations);
         }
-        let mut options = vec![json!({"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"})];
+        let mut options =
+            vec![json!({"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"})];
         if let Some(grant) = &question.grant {
             options.push(json!({
                 "optionId": ALLOW_ALWAYS,
@@ -117,7 +118,11 @@ impl ApprovalAnswerer for AcpAnswerer {
             let params = self.params(&question);
             // Waits as long as the person takes; a cancelled turn drops this future (and
             // the reply slot with it).
-            decision(self.peer.request("session/request_permission", params).await)
+            decision(
+                self.peer
+                    .request("session/request_permission", params)
+                    .await,
+            )
         })
     }
 }
@@ -131,9 +136,18 @@ mod tests {
     fn answers_map_to_decisions() {
         let selected = |id: &str| Ok(json!({"outcome": {"outcome": "selected", "optionId": id}}));
         assert_eq!(decision(selected(ALLOW_ONCE)), ApprovalDecision::AllowOnce);
-        assert_eq!(decision(selected(ALLOW_ALWAYS)), ApprovalDecision::AllowForSession);
-        assert_eq!(decision(selected(REJECT_ONCE)), ApprovalDecision::Deny { feedback: None });
-        assert_eq!(decision(selected("other")), ApprovalDecision::Deny { feedback: None });
+        assert_eq!(
+            decision(selected(ALLOW_ALWAYS)),
+            ApprovalDecision::AllowForSession
+        );
+        assert_eq!(
+            decision(selected(REJECT_ONCE)),
+            ApprovalDecision::Deny { feedback: None }
+        );
+        assert_eq!(
+            decision(selected("other")),
+            ApprovalDecision::Deny { feedback: None }
+        );
         assert!(matches!(
             decision(Ok(json!({"outcome": {"outcome": "cancelled"}}))),
             ApprovalDecision::Deny { feedback: Some(_) }
@@ -142,6 +156,9 @@ mod tests {
             decision(Err(RpcError::internal("gone"))),
             ApprovalDecision::Deny { feedback: Some(_) }
         ));
-        assert_eq!(decision(Ok(json!(42))), ApprovalDecision::Deny { feedback: None });
+        assert_eq!(
+            decision(Ok(json!(42))),
+            ApprovalDecision::Deny { feedback: None }
+        );
     }
 }

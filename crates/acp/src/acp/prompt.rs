@@ -15,10 +15,9 @@ pub fn admit(blocks: &[Value]) -> Result<String, RpcError> {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "text" => {
-                let part = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| RpcError::invalid_params("a text block needs a string `text`"))?;
+                let part = block.get("text").and_then(Value::as_str).ok_or_else(|| {
+                    RpcError::invalid_params("a text block needs a string `text`")
+                })?;
                 text.push_str(part);
             }
             "resource_link" => {
@@ -78,7 +77,10 @@ mod tests {
             json!({"type": "resource_link", "name": "a.rs", "uri": "file:///a.rs"}),
         ])
         .unwrap();
-        assert_eq!(text, "look at\n[resource_link name=\"a.rs\" uri=\"file:///a.rs\"]\n");
+        assert_eq!(
+            text,
+            "look at\n[resource_link name=\"a.rs\" uri=\"file:///a.rs\"]\n"
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use crate::rpc::Peer;
 use dsh_agent::{AgentCancelCause, AgentHandle, CancelOptions};
 use dsh_kernel::Disposer;
 use dsh_protocol::{MessageId, SessionId};
-use dsh_session::{EventData, SessionEvent, SessionEventPublished, TurnEndCancelCause, TurnEndReason};
+use dsh_session::{
+    EventData, SessionEvent, SessionEventPublished, TurnEndCancelCause, TurnEndReason,
+};
 use dsh_tools_builtin::Approvals;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,9 +159,9 @@ impl AcpSession {
 /// settlement path overrides its own codec to `end_turn`), so an editor can tell a cut-off
 /// answer from a finished one.
 pub fn settle(events: &[Arc<SessionEvent>], id: &MessageId) -> Settled {
-    let asked = events.iter().position(|event| {
-        matches!(&event.data, EventData::UserMessage(message) if &message.id == id)
-    });
+    let asked = events.iter().position(
+        |event| matches!(&event.data, EventData::UserMessage(message) if &message.id == id),
+    );
     let Some(asked) = asked else {
         // The message never reached a turn (admission discarded it).
         return Settled::Stop("cancelled");

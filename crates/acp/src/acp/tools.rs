@@ -32,7 +32,9 @@ fn short(text: &str) -> String {
 }
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// A one-line title for the call.
@@ -44,10 +46,19 @@ pub fn title(tool: &str, args: &Value) -> String {
         "write" => format!("Write {}", path()),
         "bash" => match str_arg(args, "description") {
             Some(description) => short(description),
-            None => format!("Run {}", short(str_arg(args, "command").unwrap_or("a command"))),
+            None => format!(
+                "Run {}",
+                short(str_arg(args, "command").unwrap_or("a command"))
+            ),
         },
-        "glob" => format!("Find {}", short(str_arg(args, "pattern").unwrap_or("files"))),
-        "grep" => format!("Search for {}", short(str_arg(args, "pattern").unwrap_or("text"))),
+        "glob" => format!(
+            "Find {}",
+            short(str_arg(args, "pattern").unwrap_or("files"))
+        ),
+        "grep" => format!(
+            "Search for {}",
+            short(str_arg(args, "pattern").unwrap_or("text"))
+        ),
         "web_fetch" => format!("Fetch {}", short(str_arg(args, "url").unwrap_or("a page"))),
         "todo_write" => "Update the plan".to_owned(),
         other => other.to_owned(),
@@ -120,7 +131,10 @@ mod tests {
         let edit = json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"});
         assert_eq!(kind("edit"), "edit");
         assert_eq!(title("edit", &edit), "Edit src/a.rs");
-        assert_eq!(locations("edit", &edit, root), vec![json!({"path": "/w/src/a.rs"})]);
+        assert_eq!(
+            locations("edit", &edit, root),
+            vec![json!({"path": "/w/src/a.rs"})]
+        );
         assert_eq!(
             diff("edit", &edit, root),
             Some(json!({"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}))
@@ -131,7 +145,10 @@ mod tests {
             Some(json!({"type": "diff", "path": "/abs/n.txt", "oldText": null, "newText": "hi"}))
         );
         let read = json!({"file_path": "x", "offset": 10});
-        assert_eq!(locations("read", &read, root), vec![json!({"path": "/w/x", "line": 10})]);
+        assert_eq!(
+            locations("read", &read, root),
+            vec![json!({"path": "/w/x", "line": 10})]
+        );
     }
 
     #[test]
@@ -141,8 +158,14 @@ mod tests {
         assert_eq!(kind("web_fetch"), "fetch");
         assert_eq!(kind("todo_write"), "think");
         assert_eq!(kind("mcp__fs__read"), "other");
-        assert_eq!(title("bash", &json!({"command": "ls -la\nrm x"})), "Run ls -la…");
-        assert_eq!(title("bash", &json!({"command": "ls", "description": "List"})), "List");
+        assert_eq!(
+            title("bash", &json!({"command": "ls -la\nrm x"})),
+            "Run ls -la…"
+        );
+        assert_eq!(
+            title("bash", &json!({"command": "ls", "description": "List"})),
+            "List"
+        );
         assert_eq!(title("mcp__fs__read", &json!({})), "mcp__fs__read");
         assert!(diff("bash", &json!({"file_path": "x"}), Path::new("/")).is_none());
     }

@@ -104,14 +104,19 @@ impl Translator {
     }
 
     fn tool_result(&self, result: &ToolResult) -> Option<Value> {
-        let (id, content, is_error) = result.message.content.iter().find_map(|block| match block {
-            ContentBlock::ToolResult {
-                tool_call_id,
-                content,
-                is_error,
-            } => Some((tool_call_id, content, is_error.unwrap_or(false))),
-            _ => None,
-        })?;
+        let (id, content, is_error) =
+            result
+                .message
+                .content
+                .iter()
+                .find_map(|block| match block {
+                    ContentBlock::ToolResult {
+                        tool_call_id,
+                        content,
+                        is_error,
+                    } => Some((tool_call_id, content, is_error.unwrap_or(false))),
+                    _ => None,
+                })?;
         let failed = is_error || result.error.is_some();
         let text: String = content
             .iter()

@@ -149,9 +149,7 @@ pub fn parse(line: &[u8]) -> Result<Incoming, Malformed> {
             };
             Ok(Incoming::Response { id, result })
         }
-        (None, None) => Err(Malformed::Unanswerable(
-            "a frame needs a method or an id",
-        )),
+        (None, None) => Err(Malformed::Unanswerable("a frame needs a method or an id")),
     }
 }
 
@@ -216,7 +214,10 @@ mod tests {
                 why: "method must be a string"
             })
         );
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0"}"#), Err(Malformed::Unanswerable(_))));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0"}"#),
+            Err(Malformed::Unanswerable(_))
+        ));
     }
 
     #[test]

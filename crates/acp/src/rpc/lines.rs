@@ -50,7 +50,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     Some(at) => (at + 1, true),
                     None => (buf.len(), false),
                 };
-                let body = if newline { &buf[..take - 1] } else { &buf[..take] };
+                let body = if newline {
+                    &buf[..take - 1]
+                } else {
+                    &buf[..take]
+                };
                 total = total.saturating_add(body.len());
                 if total <= self.max {
                     line.extend_from_slice(body);

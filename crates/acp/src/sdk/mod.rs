@@ -116,7 +116,11 @@ impl Runtime {
             }
         };
         // Non-object params are read as `{}`.
-        let params = if params.is_object() { params } else { json!({}) };
+        let params = if params.is_object() {
+            params
+        } else {
+            json!({})
+        };
         tasks.spawn(async move {
             let result = match method.as_str() {
                 "initialize" => self.initialize(&params).await,
@@ -188,7 +192,9 @@ impl Runtime {
         let cwd = lock(&self.config).cwd.clone();
         let mut slot = self.workspace.lock().await;
         if let Some((workspace, _)) = slot.as_ref() {
-            if workspace.root() == cwd || cwd.canonicalize().ok().as_deref() == Some(workspace.root()) {
+            if workspace.root() == cwd
+                || cwd.canonicalize().ok().as_deref() == Some(workspace.root())
+            {
                 return Ok(workspace.clone());
             }
         }

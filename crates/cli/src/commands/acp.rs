@@ -64,13 +64,18 @@ impl RuntimeHost {
     }
 
     fn boot(&self, cwd: &Path) -> Result<Arc<RuntimeWorkspace>, HostError> {
-        let workspace = crate::app::canonical_workspace(cwd)
-            .map_err(|e| HostError::Boot(e.to_string()))?;
-        let mut workspaces = self.workspaces.lock().unwrap_or_else(PoisonError::into_inner);
+        let workspace =
+            crate::app::canonical_workspace(cwd).map_err(|e| HostError::Boot(e.to_string()))?;
+        let mut workspaces = self
+            .workspaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(existing) = workspaces.get(&workspace) {
             return Ok(existing.clone());
         }
-        for notice in crate::app::workspace_notices(&self.settings, &workspace, &crate::config::ProcessEnv) {
+        for notice in
+            crate::app::workspace_notices(&self.settings, &workspace, &crate::config::ProcessEnv)
+        {
             stderr_line(notice);
         }
         let options = BootOptions {

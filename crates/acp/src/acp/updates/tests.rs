@@ -51,16 +51,37 @@ fn result(id: &str, text: &str, error: bool) -> SessionEvent {
 #[test]
 fn streamed_text_and_reasoning_become_chunks() {
     let mut t = Translator::new("/w");
-    let delta = |chunk| event(EventData::AssistantChunk(AssistantChunk { turn: 1, step: 1, chunk }));
+    let delta = |chunk| {
+        event(EventData::AssistantChunk(AssistantChunk {
+            turn: 1,
+            step: 1,
+            chunk,
+        }))
+    };
     assert_eq!(
-        t.live(&delta(StreamChunk::TextDelta { index: 0, text: "hi".into() })),
-        vec![json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})]
+        t.live(&delta(StreamChunk::TextDelta {
+            index: 0,
+            text: "hi".into()
+        })),
+        vec![
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+        ]
     );
     assert_eq!(
-        t.live(&delta(StreamChunk::ReasoningDelta { index: 0, text: "hm".into() })),
-        vec![json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}})]
+        t.live(&delta(StreamChunk::ReasoningDelta {
+            index: 0,
+            text: "hm".into()
+        })),
+        vec![
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}})
+        ]
     );
-    assert!(t.live(&delta(StreamChunk::TextDelta { index: 0, text: String::new() })).is_empty());
+    assert!(t
+        .live(&delta(StreamChunk::TextDelta {
+            index: 0,
+            text: String::new()
+        }))
+        .is_empty());
 }
 
 #[test]
@@ -94,8 +115,14 @@ fn a_failed_call_is_failed_and_todos_are_a_plan() {
     assert_eq!(update[0]["status"], "failed");
     let todos = event(EventData::TodoWrite(TodoWrite {
         todos: vec![
-            Todo { content: "a".into(), status: TodoStatus::Completed },
-            Todo { content: "b".into(), status: TodoStatus::InProgress },
+            Todo {
+                content: "a".into(),
+                status: TodoStatus::Completed,
+            },
+            Todo {
+                content: "b".into(),
+                status: TodoStatus::InProgress,
+            },
         ],
     }));
     assert_eq!(
@@ -110,16 +137,25 @@ fn a_failed_call_is_failed_and_todos_are_a_plan() {
 #[test]
 fn replay_shows_the_persons_messages_but_not_plugin_messages() {
     let mut t = Translator::new("/w");
-    let typed = event(EventData::UserMessage(Arc::new(Message::user_text("fix it"))));
+    let typed = event(EventData::UserMessage(Arc::new(Message::user_text(
+        "fix it",
+    ))));
     assert_eq!(
         t.replay(&typed),
-        vec![json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "fix it"}})]
+        vec![
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "fix it"}})
+        ]
     );
     let injected = Message::new(
         dsh_protocol::Role::User,
         vec![ContentBlock::text("AGENTS.md says")],
-        MessageSource::Plugin { plugin: "instructions".into(), extra: Default::default() },
+        MessageSource::Plugin {
+            plugin: "instructions".into(),
+            extra: Default::default(),
+        },
     );
-    assert!(t.replay(&event(EventData::UserMessage(Arc::new(injected)))).is_empty());
+    assert!(t
+        .replay(&event(EventData::UserMessage(Arc::new(injected))))
+        .is_empty());
     assert!(t.live(&typed).is_empty(), "a live prompt is not echoed");
 }
