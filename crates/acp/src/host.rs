@@ -47,10 +47,39 @@ pub struct AgentChoice {
     pub max_tokens: Option<u64>,
 }
 
+/// An MCP server the client asked a session to use (ACP `mcpServers`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientMcpServer {
+    /// Already in dsh's server-name alphabet (`[A-Za-z0-9_-]{1,32}`).
+    pub name: String,
+    pub transport: ClientMcpTransport,
+}
+
+/// How to reach a client's MCP server.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClientMcpTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
 /// Boots workspaces.
 pub trait Host: Send + Sync + 'static {
-    /// The workspace rooted at `cwd` (absolute), booted on first use and shared afterwards.
-    fn open(&self, cwd: &Path) -> BoxFuture<'_, Result<Arc<dyn Workspace>, HostError>>;
+    /// The workspace rooted at `cwd` (absolute) with the client's MCP servers besides the
+    /// configured ones (a same-named one replaces the configured), booted on first use and
+    /// shared afterwards by every session asking for the same; the servers have connected
+    /// (or failed) when it resolves.
+    fn open<'a>(
+        &'a self,
+        cwd: &'a Path,
+        mcp_servers: &'a [ClientMcpServer],
+    ) -> BoxFuture<'a, Result<Arc<dyn Workspace>, HostError>>;
 
     /// The workspace the process was started in (the SDK runtime's default).
     fn default_cwd(&self) -> PathBuf;

@@ -16,4 +16,4 @@ pub mod host;
 pub mod rpc;
 pub mod sdk;
 
-pub use host::{AgentChoice, Host, HostError, Workspace};
+pub use host::{AgentChoice, ClientMcpServer, ClientMcpTransport, Host, HostError, Workspace};

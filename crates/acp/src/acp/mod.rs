@@ -9,6 +9,7 @@
 //! Error texts and the stop-reason mapping follow the original (`@deepseek-ai` ACP bridge,
 //! SDK 0.25.1 error prefixes); docs/acp.md lists them and every deviation.
 
+mod mcp;
 mod permission;
 mod prompt;
 mod session;
@@ -209,6 +210,7 @@ impl Server {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": { "image": false, "audio": false, "embeddedContext": false },
+                "mcpCapabilities": { "http": true, "sse": false },
             },
             "authMethods": [],
         }))
@@ -234,11 +236,9 @@ impl Server {
                 "additionalDirectories is not supported",
             ));
         }
-        if !mcp_servers.is_empty() {
-            return Err(RpcError::invalid_params("mcpServers is not supported"));
-        }
+        let servers = mcp::client_servers(mcp_servers)?;
         self.host
-            .open(Path::new(cwd))
+            .open(Path::new(cwd), &servers)
             .await
             .map_err(|e| RpcError::internal(e.to_string()))
     }

@@ -200,7 +200,7 @@ impl Runtime {
         }
         let workspace = self
             .host
-            .open(&cwd)
+            .open(&cwd, &[])
             .await
             .map_err(|e| internal(e.to_string()))?;
         let listeners = notify::install(workspace.ctx(), &self.peer).map_err(internal)?;

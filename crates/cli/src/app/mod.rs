@@ -150,6 +150,16 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// Checks, mounts and verifies; see the module docs.
     pub fn boot(settings: Settings, options: BootOptions) -> Result<Runtime, AppError> {
+        Self::boot_with_mcp(settings, options, Vec::new())
+    }
+
+    /// [`boot`](Self::boot) with MCP servers besides the configured ones (an ACP client's
+    /// `mcpServers`); a same-named configured server is replaced.
+    pub fn boot_with_mcp(
+        settings: Settings,
+        options: BootOptions,
+        extra_mcp: Vec<crate::mcp_config::McpServer>,
+    ) -> Result<Runtime, AppError> {
         register_event_types().map_err(AppError::EventTypes)?;
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
@@ -157,7 +167,12 @@ impl Runtime {
         let user_id = anonymous_user_id(&settings.home.value);
         let mut composition = boot_composition_with_user_id(&settings, user_id);
         let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, &workspace);
-        let mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        let mut mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        if !extra_mcp.is_empty() {
+            mcp.servers
+                .retain(|s| !extra_mcp.iter().any(|extra| extra.name == s.name));
+            mcp.servers.splice(0..0, extra_mcp);
+        }
         fill_mcp_row(&mut composition, &mcp);
         let home = options.env.get(OsStr::new("HOME")).map(Path::new);
         fill_hooks_row(&mut composition, &hooks_config(&settings, &workspace, home));

@@ -9,7 +9,8 @@
 use super::{stderr_line, GlobalArgs};
 use crate::app::{AgentStart, AppError, BootOptions, Runtime};
 use crate::config::{load, Env, Settings};
-use dsh_acp::{AgentChoice, Host, HostError, Workspace};
+use crate::mcp_config::{McpServer, Scope, Transport};
+use dsh_acp::{AgentChoice, ClientMcpServer, ClientMcpTransport, Host, HostError, Workspace};
 use dsh_agent::{AgentHandle, AgentOptions};
 use dsh_kernel::Context;
 use dsh_protocol::SessionId;
@@ -51,7 +52,57 @@ pub(super) fn serve(global: &GlobalArgs, env: &dyn Env, protocol: Protocol) -> a
 pub struct RuntimeHost {
     settings: Settings,
     boot: BootOptions,
-    workspaces: Mutex<HashMap<PathBuf, Arc<RuntimeWorkspace>>>,
+    /// By workspace directory and the client's MCP servers.
+    workspaces: Mutex<HashMap<(PathBuf, Vec<ClientMcpServer>), Arc<RuntimeWorkspace>>>,
+}
+
+/// A client's server in the configuration's model; its source says where it came from.
+fn configured(server: &ClientMcpServer) -> McpServer {
+    let transport = match &server.transport {
+        ClientMcpTransport::Stdio { command, args, env } => Transport::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.iter().cloned().collect(),
+            cwd: None,
+        },
+        ClientMcpTransport::Http { url, headers } => Transport::Http {
+            url: url.clone(),
+            headers: headers.iter().cloned().collect(),
+            bearer_token_env_var: None,
+        },
+    };
+    McpServer::new(
+        server.name.clone(),
+        transport,
+        Scope::Settings,
+        "ACP client (session/new mcpServers)".to_owned(),
+    )
+}
+
+/// Waits until none of `names` is still starting on `ctx`'s MCP board, so the session's
+/// first request already offers their tools. Bounded by the startup timeout (a server
+/// that hangs is reported failed by then).
+async fn servers_started(ctx: &Context, names: &[String]) {
+    let Some(board) = ctx.get::<dsh_mcp::McpStatusBoard>() else {
+        return;
+    };
+    let mut changes = board.subscribe();
+    let starting = || {
+        board
+            .servers()
+            .iter()
+            .any(|s| names.contains(&s.name) && s.state == dsh_mcp::McpState::Starting)
+    };
+    let wait = async {
+        while starting() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    let limit =
+        std::time::Duration::from_millis(crate::mcp_config::DEFAULT_STARTUP_TIMEOUT_MS + 1_000);
+    let _ = tokio::time::timeout(limit, wait).await;
 }
 
 impl RuntimeHost {
@@ -63,15 +114,20 @@ impl RuntimeHost {
         }
     }
 
-    fn boot(&self, cwd: &Path) -> Result<Arc<RuntimeWorkspace>, HostError> {
+    fn boot(
+        &self,
+        cwd: &Path,
+        mcp: &[ClientMcpServer],
+    ) -> Result<(Arc<RuntimeWorkspace>, bool), HostError> {
         let workspace =
             crate::app::canonical_workspace(cwd).map_err(|e| HostError::Boot(e.to_string()))?;
+        let key = (workspace.clone(), mcp.to_vec());
         let mut workspaces = self
             .workspaces
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(existing) = workspaces.get(&workspace) {
-            return Ok(existing.clone());
+        if let Some(existing) = workspaces.get(&key) {
+            return Ok((existing.clone(), false));
         }
         for notice in
             crate::app::workspace_notices(&self.settings, &workspace, &crate::config::ProcessEnv)
@@ -82,7 +138,8 @@ impl RuntimeHost {
             cwd: workspace.clone(),
             env: self.boot.env.clone(),
         };
-        let runtime = Runtime::boot(self.settings.clone(), options)
+        let extra = mcp.iter().map(configured).collect();
+        let runtime = Runtime::boot_with_mcp(self.settings.clone(), options, extra)
             .map_err(|e| HostError::Boot(e.to_string()))?;
         for notice in runtime.hook_notices() {
             stderr_line(format_args!("dsh: {notice}"));
@@ -92,15 +149,25 @@ impl RuntimeHost {
             root: runtime.workspace().to_path_buf(),
             runtime,
         });
-        workspaces.insert(workspace, booted.clone());
-        Ok(booted)
+        workspaces.insert(key, booted.clone());
+        Ok((booted, true))
     }
 }
 
 impl Host for RuntimeHost {
-    fn open(&self, cwd: &Path) -> BoxFuture<'_, Result<Arc<dyn Workspace>, HostError>> {
-        let booted = self.boot(cwd).map(|w| w as Arc<dyn Workspace>);
-        Box::pin(async move { booted })
+    fn open<'a>(
+        &'a self,
+        cwd: &'a Path,
+        mcp: &'a [ClientMcpServer],
+    ) -> BoxFuture<'a, Result<Arc<dyn Workspace>, HostError>> {
+        Box::pin(async move {
+            let (booted, fresh) = self.boot(cwd, mcp)?;
+            if fresh && !mcp.is_empty() {
+                let names: Vec<String> = mcp.iter().map(|s| s.name.clone()).collect();
+                servers_started(&booted.ctx, &names).await;
+            }
+            Ok(booted as Arc<dyn Workspace>)
+        })
     }
 
     fn default_cwd(&self) -> PathBuf {

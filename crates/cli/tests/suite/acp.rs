@@ -246,6 +246,7 @@ async fn every_error_answers_with_the_originals_text_and_stdout_stays_protocol_o
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "mcpCapabilities": {"http": true, "sse": false},
             },
             "authMethods": [],
         })
@@ -280,9 +281,9 @@ async fn every_error_answers_with_the_originals_text_and_stdout_stays_protocol_o
         ),
         (
             "session/new",
-            json!({"cwd": cwd, "mcpServers": [{"name": "x", "command": "x", "args": [], "env": []}]}),
+            json!({"cwd": cwd, "mcpServers": [{"type": "sse", "name": "x", "url": "http://127.0.0.1:1/", "headers": []}]}),
             -32602,
-            "Invalid params: mcpServers is not supported".into(),
+            "Invalid params: mcpServers: the \"sse\" transport is not supported (use stdio or http)".into(),
         ),
         (
             "session/new",
@@ -419,4 +420,91 @@ async fn a_client_that_disconnects_mid_turn_leaves_a_closed_valid_log() {
         ends,
         vec![json!({"kind": "aborted", "reason": {"kind": "disposed"}})]
     );
+}
+
+/// The client's `mcpServers` (stdio and Streamable HTTP) are connected for its session
+/// before `session/new` answers, and the model calls their tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_from_the_client_are_connected_for_its_session() {
+    let Some(bin) = super::mcp::npm_bin() else {
+        return;
+    };
+    let everything = bin.join("mcp-server-everything").display().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut http = std::process::Command::new(&everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let script = Script::new()
+        .rule(
+            dsh_testkit::mock_llm::RuleMatch::any().last_message_contains("ECHO"),
+            Reply::tool_call("mcp__local_one__echo", json!({"message": "over stdio"}))
+                .with_tool_call("mcp__web__echo", json!({"message": "over http"})),
+        )
+        .rule(
+            dsh_testkit::mock_llm::RuleMatch::any().last_message_contains("Echo: over http"),
+            Reply::text("Both answered."),
+        );
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let mut acp = acp(&sandbox, &[]);
+    let cwd = sandbox.workspace().display().to_string();
+    let created = acp.call(
+        1,
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [
+            {"name": "local one", "command": everything, "args": ["stdio"], "env": []},
+            {"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": []},
+        ]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let reply = acp.call(
+        2,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "ECHO twice"}]}),
+    );
+    assert_eq!(
+        reply["result"],
+        json!({"stopReason": "end_turn"}),
+        "{reply}"
+    );
+    let results: Vec<(String, String)> = acp
+        .notifications
+        .iter()
+        .map(|n| &n["params"]["update"])
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .map(|u| {
+            (
+                u["status"].as_str().unwrap().to_owned(),
+                u["content"][0]["content"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            ("completed".to_owned(), "Echo: over stdio".to_owned()),
+            ("completed".to_owned(), "Echo: over http".to_owned()),
+        ]
+    );
+    assert_eq!(acp.close(), Some(0));
+    let _ = http.kill();
+    let _ = http.wait();
+    assert_log_ok(&sandbox.events(&session));
 }
