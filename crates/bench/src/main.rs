@@ -4,6 +4,7 @@
 //! with the command that reproduces them. Run in release mode:
 //! `cargo run --release -p dsh-bench -- all`.
 
+mod acp;
 mod adapter_ingest;
 mod agent_step;
 mod agents_many;
@@ -101,6 +102,11 @@ const BENCHES: &[Bench] = &[
         name: "hook-dispatch",
         about: "hooks around a tool call apart from the hook process (figures only)",
         run: hook_dispatch::run,
+    },
+    Bench {
+        name: "acp",
+        about: "dsh acp over stdio: initialize -> session/new (budget: <= 20 ms), per chunk, per tool call",
+        run: acp::run,
     },
     Bench {
         name: "sandbox-spawn",
