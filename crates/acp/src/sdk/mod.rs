@@ -43,12 +43,15 @@ struct Config {
     choice: AgentChoice,
 }
 
+/// The workspace in use and its notification listeners.
+type Booted = (Arc<dyn Workspace>, Vec<Disposer>);
+
 struct Runtime {
     host: Arc<dyn Host>,
     peer: Peer,
     config: Mutex<Config>,
     /// The workspace in use and its notification listeners.
-    workspace: tokio::sync::Mutex<Option<(Arc<dyn Workspace>, Vec<Disposer>)>>,
+    workspace: tokio::sync::Mutex<Option<Booted>>,
     agents: tokio::sync::Mutex<HashMap<String, AgentHandle>>,
     shutting_down: AtomicBool,
     /// Set by `shutdown`: the loop stops reading.

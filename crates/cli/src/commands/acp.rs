@@ -48,12 +48,15 @@ pub(super) fn serve(global: &GlobalArgs, env: &dyn Env, protocol: Protocol) -> a
     Ok(super::exit::SUCCESS)
 }
 
+/// A booted workspace's key: its directory and the client's MCP servers.
+type WorkspaceKey = (PathBuf, Vec<ClientMcpServer>);
+
 /// Boots a [`Runtime`] per workspace directory, on demand.
 pub struct RuntimeHost {
     settings: Settings,
     boot: BootOptions,
     /// By workspace directory and the client's MCP servers.
-    workspaces: Mutex<HashMap<(PathBuf, Vec<ClientMcpServer>), Arc<RuntimeWorkspace>>>,
+    workspaces: Mutex<HashMap<WorkspaceKey, Arc<RuntimeWorkspace>>>,
 }
 
 /// A client's server in the configuration's model; its source says where it came from.

@@ -389,7 +389,7 @@ async fn every_error_answers_with_the_originals_text_and_stdout_stays_protocol_o
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_disconnects_mid_turn_leaves_a_closed_valid_log() {
     let server =
-        serve(Script::new().respond(Reply::text(&"word ".repeat(200)).chunks(200).delay_ms(50)))
+        serve(Script::new().respond(Reply::text("word ".repeat(200)).chunks(200).delay_ms(50)))
             .await;
     let sandbox = Sandbox::new().with_server(&server);
     let mut acp = acp(&sandbox, &[]);

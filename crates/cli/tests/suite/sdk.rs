@@ -158,7 +158,7 @@ async fn the_runtime_answers_bad_requests_with_the_originals_texts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_that_disconnects_mid_turn_leaves_a_closed_valid_log() {
-    let script = Script::new().respond(Reply::text(&"word ".repeat(200)).chunks(200).delay_ms(50));
+    let script = Script::new().respond(Reply::text("word ".repeat(200)).chunks(200).delay_ms(50));
     let server = serve(script).await;
     let sandbox = Sandbox::new().with_server(&server);
     let mut sdk = Server::start(&sandbox, &["sdk"]);
