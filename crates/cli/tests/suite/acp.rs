@@ -386,6 +386,33 @@ async fn every_error_answers_with_the_originals_text_and_stdout_stays_protocol_o
     assert!(!events.iter().any(|e| e.type_name() == "turn/start"));
 }
 
+/// The workspace's custom commands (and skills) are offered as ACP commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_commands_are_announced_after_session_new() {
+    let server = serve(Script::new().respond(Reply::text("unused"))).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let commands = sandbox.workspace().join(".dsh/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("fix-issue.md"),
+        "---\ndescription: Fix a GitHub issue\nargument-hint: ISSUE\n---\nFix issue $ARGUMENTS.\n",
+    )
+    .unwrap();
+    let mut acp = acp(&sandbox, &[]);
+    let session = new_session(&mut acp, &sandbox, 1);
+    let update = acp.next();
+    assert_eq!(
+        update["params"],
+        json!({"sessionId": session, "update": {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [
+                {"name": "fix-issue", "description": "Fix a GitHub issue", "input": {"hint": "ISSUE"}},
+            ],
+        }})
+    );
+    assert_eq!(acp.close(), Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_disconnects_mid_turn_leaves_a_closed_valid_log() {
     let server =
