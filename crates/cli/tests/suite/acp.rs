@@ -386,6 +386,43 @@ async fn every_error_answers_with_the_originals_text_and_stdout_stays_protocol_o
     assert!(!events.iter().any(|e| e.type_name() == "turn/start"));
 }
 
+/// A turn cut off at the output cap reports `max_tokens` (the original says `end_turn`), and
+/// a model failure is the original's `turn failed` error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_reasons_follow_the_turns_end() {
+    let script = Script::new()
+        .rule(
+            dsh_testkit::mock_llm::RuleMatch::any().last_message_contains("CUT"),
+            Reply::text("half an ans").finish_reason("length"),
+        )
+        .rule(
+            dsh_testkit::mock_llm::RuleMatch::any().last_message_contains("FAIL"),
+            Reply::error(400, "this request is malformed"),
+        );
+    let server = serve(script).await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let mut acp = acp(&sandbox, &[]);
+    let session = new_session(&mut acp, &sandbox, 1);
+    let prompt =
+        |text: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+    let cut = acp.call(2, "session/prompt", prompt("CUT it short"));
+    assert_eq!(cut["result"], json!({"stopReason": "max_tokens"}), "{cut}");
+    let failed = acp.call(3, "session/prompt", prompt("FAIL now"));
+    let error = error_of(&failed);
+    assert_eq!(error["code"], -32603);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Internal error: turn failed: ")
+            && message.contains("this request is malformed"),
+        "{message}"
+    );
+    assert_eq!(acp.close(), Some(0));
+    let events = sandbox.events(&session);
+    assert_log_ok(&events);
+    assert_eq!(turn_ends(&events)[0], json!({"kind": "max-tokens"}));
+    assert_eq!(turn_ends(&events)[1]["kind"], "error");
+}
+
 /// The workspace's custom commands (and skills) are offered as ACP commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_commands_are_announced_after_session_new() {
