@@ -4,6 +4,7 @@
 //! with the command that reproduces them. Run in release mode:
 //! `cargo run --release -p dsh-bench -- all`.
 
+mod acp;
 mod adapter_ingest;
 mod agent_step;
 mod agents_many;
@@ -113,6 +114,11 @@ const BENCHES: &[Bench] = &[
         name: "tui-render",
         about: "TUI frame per streamed chunk of a 2,000-line markdown answer (budget: flat, << 16.7 ms)",
         run: tui_render::run,
+    },
+    Bench {
+        name: "acp",
+        about: "dsh acp over stdio: initialize -> session/new (budget: <= 20 ms), per chunk, per tool call",
+        run: acp::run,
     },
     Bench {
         name: "sandbox-spawn",

@@ -151,6 +151,16 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// Checks, mounts and verifies; see the module docs.
     pub fn boot(settings: Settings, options: BootOptions) -> Result<Runtime, AppError> {
+        Self::boot_with_mcp(settings, options, Vec::new())
+    }
+
+    /// [`boot`](Self::boot) with MCP servers besides the configured ones (an ACP client's
+    /// `mcpServers`); a same-named configured server is replaced.
+    pub fn boot_with_mcp(
+        settings: Settings,
+        options: BootOptions,
+        extra_mcp: Vec<crate::mcp_config::McpServer>,
+    ) -> Result<Runtime, AppError> {
         register_event_types().map_err(AppError::EventTypes)?;
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
@@ -158,7 +168,12 @@ impl Runtime {
         let user_id = anonymous_user_id(&settings.home.value);
         let mut composition = boot_composition_with_user_id(&settings, user_id);
         let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, &workspace);
-        let mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        let mut mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
+        if !extra_mcp.is_empty() {
+            mcp.servers
+                .retain(|s| !extra_mcp.iter().any(|extra| extra.name == s.name));
+            mcp.servers.splice(0..0, extra_mcp);
+        }
         fill_mcp_row(&mut composition, &mcp);
         let home = options.env.get(OsStr::new("HOME")).map(Path::new);
         fill_hooks_row(&mut composition, &hooks_config(&settings, &workspace, home));
@@ -329,13 +344,31 @@ impl Runtime {
         SessionId::new(format!("session-{}", uuid::Uuid::new_v4()))
     }
 
+    /// The agent options the settings choose (provider route and model).
+    pub fn agent_options(&self) -> dsh_agent::AgentOptions {
+        let settings = self.settings();
+        dsh_agent::AgentOptions::new(
+            settings.model.provider.value.clone(),
+            settings.model.model.value.clone(),
+        )
+    }
+
     /// Creates and publishes a new agent working in the workspace.
     pub async fn create_agent(&self, start: AgentStart) -> Result<AgentHandle, AppError> {
+        self.create_agent_with(start, self.agent_options()).await
+    }
+
+    /// [`create_agent`](Self::create_agent) with other agent options (the SDK runtime's
+    /// `initialize` may choose the model and output cap).
+    pub async fn create_agent_with(
+        &self,
+        start: AgentStart,
+        agent_options: dsh_agent::AgentOptions,
+    ) -> Result<AgentHandle, AppError> {
         let id = start
             .session_id
             .clone()
             .unwrap_or_else(Self::new_session_id);
-        let settings = self.settings();
         let options = CreateAgentOptions {
             session_id: Some(id.clone()),
             meta: SessionMeta {
@@ -343,10 +376,7 @@ impl Runtime {
                 delegation_depth: Some(0),
                 ..SessionMeta::default()
             },
-            agent_options: dsh_agent::AgentOptions::new(
-                settings.model.provider.value.clone(),
-                settings.model.model.value.clone(),
-            ),
+            agent_options,
             setup: Some(self.boot.agent_setup(id, start)),
             ..CreateAgentOptions::default()
         };
@@ -359,12 +389,19 @@ impl Runtime {
         id: SessionId,
         start: AgentStart,
     ) -> Result<AgentHandle, AppError> {
-        let settings = self.settings();
+        self.resume_agent_with(id, start, self.agent_options())
+            .await
+    }
+
+    /// [`resume_agent`](Self::resume_agent) with other agent options.
+    pub async fn resume_agent_with(
+        &self,
+        id: SessionId,
+        start: AgentStart,
+        agent_options: dsh_agent::AgentOptions,
+    ) -> Result<AgentHandle, AppError> {
         let mut options = ResumeAgentOptions::new(id.clone());
-        options.agent_options = dsh_agent::AgentOptions::new(
-            settings.model.provider.value.clone(),
-            settings.model.model.value.clone(),
-        );
+        options.agent_options = agent_options;
         options.setup = Some(self.boot.agent_setup(id, start));
         Ok(self.agents.resume(&self.root, options).await?)
     }

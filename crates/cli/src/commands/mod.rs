@@ -13,6 +13,7 @@
 //! - `dsh mcp list|add|remove`: MCP servers, from every file they can be configured in.
 //! - `dsh trust [DIR]`: trust a workspace's own `.mcp.json` and Claude Code hooks.
 
+mod acp;
 mod compact;
 mod config;
 mod interactive;
@@ -174,6 +175,10 @@ pub enum Command {
     Mcp(McpCommand),
     /// Trust a workspace: let its .mcp.json servers and .claude/settings*.json hooks run
     Trust(TrustArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (docs/acp.md)
+    Acp,
+    /// Serve the SDK JSON-RPC runtime on stdin/stdout, for programs (docs/acp.md)
+    Sdk,
 }
 
 #[derive(Debug, Subcommand)]
@@ -335,6 +340,9 @@ pub fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|opening| interactive::run(&cli.global, &opening, &ProcessEnv)),
         Some(Command::Run(args)) => run::run(&cli.global, args, &ProcessEnv),
+        // The protocol servers own stdout: nothing else may write to it.
+        Some(Command::Acp) => acp::serve(&cli.global, &ProcessEnv, acp::Protocol::Acp),
+        Some(Command::Sdk) => acp::serve(&cli.global, &ProcessEnv, acp::Protocol::Sdk),
         Some(_) => {
             let failure = WriteFailure::default();
             let stdout = std::io::stdout();
@@ -384,6 +392,8 @@ pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result
     match &cli.command {
         None => interactive::run(&cli.global, &opening, env),
         Some(Command::Run(args)) => run::run(&cli.global, args, env),
+        Some(Command::Acp) => acp::serve(&cli.global, env, acp::Protocol::Acp),
+        Some(Command::Sdk) => acp::serve(&cli.global, env, acp::Protocol::Sdk),
         Some(Command::Sessions(command)) => sessions::sessions(&cli.global, command, env, out),
         Some(Command::Config(ConfigCommand::Show { json })) => {
             let cwd = workspace_dir(&cli.global)?;

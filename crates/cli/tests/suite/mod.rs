@@ -1,3 +1,5 @@
+mod acp;
+mod acp_support;
 mod binary;
 mod compaction_e2e;
 mod compaction_fixture;
@@ -11,6 +13,7 @@ mod mcp_config;
 mod mcp_list;
 mod run;
 mod run_support;
+mod sdk;
 mod sessions;
 mod skills;
 mod streams;
