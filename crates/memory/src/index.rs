@@ -295,14 +295,16 @@ impl MemoryIndex {
             id: "(listing)".into(),
             message: e.to_string(),
         })?;
-        self.sync_listed(persistence, &listed)
+        self.sync_listed(persistence, &listed, &HashSet::new())
     }
 
-    /// [`sync`](Self::sync) against a listing already read.
+    /// [`sync`](Self::sync) against a listing already read; the `live` sessions (this
+    /// process is writing them, their logs may not exist yet) are never dropped.
     pub fn sync_listed(
         &self,
         persistence: &dyn SessionPersistence,
         listed: &[SessionSummary],
+        live: &HashSet<String>,
     ) -> Result<SyncReport, MemoryError> {
         let indexed = self.indexed_seqs()?;
         let mut report = SyncReport {
@@ -312,7 +314,7 @@ impl MemoryIndex {
         let stored: HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         let gone: Vec<&String> = indexed
             .keys()
-            .filter(|id| !stored.contains(id.as_str()))
+            .filter(|id| !stored.contains(id.as_str()) && !live.contains(id.as_str()))
             .collect();
         for id in gone {
             self.drop_session(id)?;
@@ -321,8 +323,10 @@ impl MemoryIndex {
         for summary in listed {
             let next = indexed.get(&summary.id).copied();
             let from = match next {
-                // Up to date: nothing to read, nothing to write.
+                // Up to date: nothing to read, nothing to write. A live session ahead of
+                // its log is the live indexer being ahead of the write-behind.
                 Some(next) if next == summary.events => continue,
+                Some(next) if next > summary.events && live.contains(&summary.id) => continue,
                 Some(next) if next < summary.events => next,
                 // Shrunk (or replaced): start again.
                 Some(_) => {
@@ -363,7 +367,7 @@ impl MemoryIndex {
     fn refresh_meta(&self, summary: &SessionSummary) -> Result<(), MemoryError> {
         lock(&self.conn)
             .execute(
-                "UPDATE sessions SET title = coalesce(?2, title), updated_at = max(updated_at, ?3),
+                "UPDATE sessions SET title = coalesce(title, ?2), updated_at = max(updated_at, ?3),
                  cwd = ?4, parent = ?5 WHERE id = ?1",
                 params![
                     summary.id,
@@ -736,6 +740,9 @@ fn write_events(
         for seq in shadowed_seqs(event) {
             shadow.execute(params![meta.id, to_sql(seq)])?;
         }
+        if let Some(named) = title_event(event) {
+            title = Some(clip(&one_line(named), TITLE_CHARS));
+        }
         if let Some(text) = event_text(event) {
             if title.is_none() {
                 if let EventData::UserMessage(_) = &event.data {
@@ -761,11 +768,21 @@ fn write_events(
         next = event.seq + 1;
     }
     tx.execute(
-        "UPDATE sessions SET next_seq = ?2, turn = ?3, title = coalesce(title, ?4),
+        "UPDATE sessions SET next_seq = ?2, turn = ?3, title = coalesce(?4, title),
          updated_at = max(updated_at, ?5) WHERE id = ?1",
         params![meta.id, to_sql(next), to_sql(turn), title, to_sql(updated)],
     )?;
     Ok(count)
+}
+
+/// The title a `session/title` event (the original's, or a plugin's) names.
+fn title_event(event: &SessionEvent) -> Option<&str> {
+    match &event.data {
+        EventData::Other { type_name, data } if type_name.ends_with("/title") => {
+            data.get("title").and_then(serde_json::Value::as_str)
+        }
+        _ => None,
+    }
 }
 
 /// The message events a compaction summary takes off the surface.

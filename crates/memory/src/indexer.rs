@@ -6,9 +6,9 @@
 //! [`MemoryIndex::sync`], which reads what is missing from the log. The thread takes what is
 //! queued in one go and writes one transaction per session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dsh_session::{Session, SessionEvent};
 
@@ -26,6 +26,9 @@ enum Job {
 #[derive(Clone, Debug)]
 pub struct Indexer {
     queue: SyncSender<Job>,
+    /// Sessions this process has published events of: a sync must not drop them for not
+    /// being on disk yet (a new session's log is created by its first flush).
+    live: Arc<Mutex<HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Job {
@@ -41,12 +44,29 @@ impl Indexer {
         std::thread::Builder::new()
             .name("dsh-memory-index".into())
             .spawn(move || run(&index, &jobs))?;
-        Ok(Self { queue })
+        Ok(Self {
+            queue,
+            live: Arc::default(),
+        })
+    }
+
+    /// The ids of sessions this process published events of.
+    pub fn live_ids(&self) -> HashSet<String> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Queues one published event; never blocks.
     pub fn offer(&self, session: &Session, event: &Arc<SessionEvent>) {
         let header = session.header();
+        {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if !live.contains(header.id.as_str()) {
+                live.insert(header.id.as_str().to_owned());
+            }
+        }
         let meta = SessionMeta {
             id: header.id.as_str().to_owned(),
             cwd: header.cwd.clone(),

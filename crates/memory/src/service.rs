@@ -53,19 +53,34 @@ impl Memory {
 
     /// Catches the index up with the store (blocking; see [`MemoryIndex::sync`]).
     pub fn sync(&self) -> Result<SyncReport, MemoryError> {
-        if let Some(indexer) = &self.indexer {
-            indexer.flush();
-        }
-        self.index.sync(self.persistence.as_ref())
+        let live = match &self.indexer {
+            Some(indexer) => {
+                indexer.flush();
+                indexer.live_ids()
+            }
+            None => std::collections::HashSet::new(),
+        };
+        let listed = self.persistence.list().map_err(|e| MemoryError::Session {
+            id: "(listing)".into(),
+            message: e.to_string(),
+        })?;
+        self.index
+            .sync_listed(self.persistence.as_ref(), &listed, &live)
     }
 
     /// The indexed row of `id`, if that session belongs to `workspace`. A session of
     /// another workspace is refused the same way as an unknown one is not: it says why.
     pub fn authorize(&self, workspace: &str, id: &str) -> Result<SessionRow, MemoryError> {
-        let row = self
-            .index
-            .session(id)?
-            .ok_or_else(|| MemoryError::UnknownSession(format!("no stored session {id}")))?;
+        let row = match self.index.session(id)? {
+            Some(row) => row,
+            // Written since the last sync (another process, or just now): catch up once.
+            None => {
+                self.sync()?;
+                self.index
+                    .session(id)?
+                    .ok_or_else(|| MemoryError::UnknownSession(format!("no stored session {id}")))?
+            }
+        };
         if row.cwd.as_deref() != Some(workspace) {
             return Err(MemoryError::OutsideWorkspace(id.to_owned()));
         }

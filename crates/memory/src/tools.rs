@@ -69,7 +69,7 @@ pub fn frame(tool: &str, body: &str) -> String {
 
 /// A snippet with its match marks as `**…**`.
 pub fn marked(snippet: &str) -> String {
-    snippet.replace(MARK_START, "**").replace(MARK_END, "**")
+    snippet.replace([MARK_START, MARK_END], "**")
 }
 
 fn title_text(row: Option<&SessionRow>) -> String {
