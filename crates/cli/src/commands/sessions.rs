@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 pub(super) struct Store {
     pub backend: JsonlBackend,
     pub workspace: PathBuf,
+    /// `$DSH_HOME`, where the search index lives.
+    pub home: PathBuf,
 }
 
 impl Store {
@@ -41,7 +43,11 @@ impl Store {
             None => std::env::current_dir()?,
         };
         let workspace = cwd.canonicalize().unwrap_or(cwd);
-        Ok(Self { backend, workspace })
+        Ok(Self {
+            backend,
+            workspace,
+            home: settings.home.value.clone(),
+        })
     }
 
     pub fn resolve(&self, query: &str) -> anyhow::Result<SessionId> {
@@ -58,7 +64,20 @@ pub(super) fn sessions(
     let store = Store::open(global, env)?;
     match command {
         SessionsCommand::List { all, json, flat } => list(&store, *all, *json, *flat, out),
-        SessionsCommand::Show { id, json } => show(&store, id, *json, out),
+        SessionsCommand::Show {
+            id,
+            at: Some(seq),
+            context,
+            json,
+        } => super::memory::show_at(&store, id, *seq, *context, *json, out),
+        SessionsCommand::Show { id, json, .. } => show(&store, id, *json, out),
+        SessionsCommand::Search {
+            query,
+            all,
+            json,
+            limit,
+        } => super::memory::search(&store, &query.join(" "), *all, *json, *limit, out),
+        SessionsCommand::Reindex => super::memory::reindex(&store, out),
         SessionsCommand::Verify { id, all } => verify(&store, id.as_deref(), *all, out),
         SessionsCommand::Repair { id } => repair::repair(&store, id, out),
         SessionsCommand::Fork { id, at } => {

@@ -164,6 +164,10 @@ pub trait AgentDriver: Send + Sync {
     fn compact(&self) -> Result<(), DriverError>;
     /// Stops work and makes everything durable; the UI exits afterwards.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// The workspace and `$DSH_HOME`, where `#` and `##` notes go (`None`: notes are off).
+    fn note_dirs(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        None
+    }
 }
 
 /// Answers approval questions by putting them on screen.

@@ -17,6 +17,7 @@
 
 pub mod commands;
 mod driver;
+mod notes;
 mod pending;
 mod runner;
 pub mod slash;

@@ -167,6 +167,9 @@ impl InteractiveState {
         if self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }
+        if self.note_line(&text, effects) {
+            return;
+        }
         let submitted = match slash::classify(&text) {
             // Custom commands and skills are prompts: the agent's side expands them.
             Submitted::Command(Err(SlashError::Unknown(name)))

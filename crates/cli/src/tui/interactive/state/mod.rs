@@ -7,6 +7,7 @@
 //! see.
 
 mod keys;
+mod notes;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{OpenedHow, OpenedSession};
@@ -104,6 +105,10 @@ pub enum Effect {
     SetPermission(PermissionPreset),
     /// Start a manual compaction; its outcome comes back as [`Input::Compacted`].
     Compact,
+    /// Show the diff a `#` / `##` note would make (it is written on a second Enter).
+    PreviewNote(dsh_memory::NoteScope, String),
+    /// Append a confirmed note to AGENTS.md.
+    WriteNote(dsh_memory::NoteScope, String),
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
@@ -154,6 +159,8 @@ pub struct InteractiveState {
     /// Working subagents, for the status line.
     agents: usize,
     commands: CommandDirectory,
+    /// A `#` note line shown as a diff, written when submitted again unchanged.
+    pending_note: Option<String>,
 }
 
 impl InteractiveState {
@@ -177,6 +184,7 @@ impl InteractiveState {
             jobs: 0,
             agents: 0,
             commands: CommandDirectory::builtins(),
+            pending_note: None,
         }
     }
 
