@@ -13,6 +13,7 @@ mod counting;
 mod derive_messages;
 mod hook_dispatch;
 mod mcp_call;
+mod memory;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -101,6 +102,11 @@ const BENCHES: &[Bench] = &[
         name: "hook-dispatch",
         about: "hooks around a tool call apart from the hook process (figures only)",
         run: hook_dispatch::run,
+    },
+    Bench {
+        name: "memory",
+        about: "session memory: index 10k sessions, search (<= 20 ms), index size, agent-step overhead (<= 2 %)",
+        run: memory::run,
     },
     Bench {
         name: "sandbox-spawn",
