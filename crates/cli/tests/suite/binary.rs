@@ -155,6 +155,7 @@ fn config_show_json_is_machine_readable() {
             "hooks",
             "skills",
             "mcp",
+            "memory",
             "agents",
             "agent-loop",
             "subagents"
