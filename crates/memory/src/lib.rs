@@ -35,7 +35,7 @@ pub use index::{
 pub use indexer::Indexer;
 pub use notes::{note_path, parse_note_line, plan_note, write_note, NotePlan, NoteScope};
 pub use plugin::{MemoryConfig, MemoryPlugin};
-pub use reference::{reference_errors, SOURCE_KIND};
+pub use reference::{reference_errors, reference_lines, SOURCE_KIND};
 pub use remember::REMEMBER_TOOL;
 pub use service::Memory;
 pub use tools::HISTORY_TOOLS;

@@ -299,6 +299,36 @@ pub fn reference_errors(message: &Message) -> Vec<String> {
         .collect()
 }
 
+/// One line per session a reference message names, for surfaces: `referenced ID (snapshot
+/// through seq N)` or `@session:REF skipped: why`. Empty for any other message.
+pub fn reference_lines(message: &Message) -> Vec<String> {
+    let MessageSource::Other(source) = &message.source else {
+        return Vec::new();
+    };
+    if source.get("kind").and_then(Value::as_str) != Some(SOURCE_KIND) {
+        return Vec::new();
+    }
+    source
+        .get("sessions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| match (s.get("sessionId"), s.get("reference")) {
+            (Some(id), _) => Some(format!(
+                "referenced {} (an untrusted snapshot through seq {})",
+                id.as_str()?,
+                s.get("throughSeq").and_then(Value::as_u64).unwrap_or(0)
+            )),
+            (None, Some(reference)) => Some(format!(
+                "{PREFIX}{} skipped: {}",
+                reference.as_str()?,
+                one_line(s.get("error")?.as_str()?)
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What a pre-step does: after each message typed by the person that references sessions,
 /// the snapshot message.
 pub fn transform(memory: &Memory, own_id: &str, messages: Vec<Arc<Message>>) -> Vec<Arc<Message>> {
@@ -328,6 +358,34 @@ mod tests {
             vec!["abc-1".to_owned(), "def".to_owned()]
         );
         assert!(references("email@session:x @session: alone").is_empty());
+    }
+
+    #[test]
+    fn surfaces_get_one_line_per_reference() {
+        let message = render(&[
+            Snapshot::Read {
+                id: "session-a".into(),
+                last_seq: 9,
+                data: json!({"sessionId": "session-a"}),
+            },
+            Snapshot::Failed {
+                reference: "zz".into(),
+                code: "MEMORY_UNKNOWN_SESSION",
+                error: "no stored session matches @session:zz".into(),
+            },
+        ]);
+        assert_eq!(
+            reference_lines(&message),
+            [
+                "referenced session-a (an untrusted snapshot through seq 9)",
+                "@session:zz skipped: no stored session matches @session:zz"
+            ]
+        );
+        assert_eq!(
+            reference_errors(&message),
+            ["@session:zz: no stored session matches @session:zz"]
+        );
+        assert!(reference_lines(&Message::user_text("@session:x")).is_empty());
     }
 
     #[test]

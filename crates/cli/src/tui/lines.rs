@@ -85,6 +85,10 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
         Entry::Pruned(note) => prune_lines(note, width),
         Entry::Tool(card) => tool_lines(card, width),
         Entry::Retry(notice) => retry_lines(notice, width),
+        Entry::Referenced(notes) => notes
+            .iter()
+            .flat_map(|note| block("↳ ", "  ", note, width, dim()))
+            .collect(),
         Entry::Todos(todos) => todo_lines(todos, width),
         Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),
     }

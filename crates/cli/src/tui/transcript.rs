@@ -47,6 +47,8 @@ pub enum Entry {
     Compaction(CompactionCard),
     /// Old tool results cut to their head and tail.
     Pruned(PruneNote),
+    /// `@session` references of the prompt above: what was brought in, what was skipped.
+    Referenced(Vec<String>),
     TurnEnd {
         turn: u64,
         outcome: TurnOutcome,
@@ -283,6 +285,11 @@ impl Transcript {
                         }
                     }
                     self.entries.push(Entry::User { text });
+                } else {
+                    let lines = dsh_memory::reference_lines(message);
+                    if !lines.is_empty() {
+                        self.entries.push(Entry::Referenced(lines));
+                    }
                 }
             }
             EventData::AssistantChunk(chunk) => self.apply_chunk(&chunk.chunk),

@@ -37,7 +37,7 @@ pub fn write(dirs: Dirs, scope: NoteScope, note: &str) -> Vec<String> {
         .and_then(|plan| write_note(&plan).map(|()| plan).map_err(|e| e.to_string()));
     match written {
         Ok(plan) => vec![format!(
-            "added to {}: {} (new sessions read it; this one already has its instructions)",
+            "added to {}: {} (sessions started from now on read it)",
             plan.path.display(),
             plan.note
         )],

@@ -512,7 +512,7 @@ fn settled(entry: &Entry, last: bool) -> bool {
         Entry::Compaction(card) => card.is_settled(),
         // A run of prunes grows until something else follows.
         Entry::Pruned(_) => !last,
-        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } => true,
+        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } | Entry::Referenced(_) => true,
     }
 }
 
