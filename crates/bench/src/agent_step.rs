@@ -36,16 +36,19 @@ const BUDGET_PER_STEP: Duration = Duration::from_micros(50);
 
 /// One measured turn, divided by its steps.
 #[derive(Clone, Copy)]
-struct TurnSample {
+pub(crate) struct TurnSample {
     /// 0 for an agent's first turn (history grows from empty to ~400 messages), 1, 2, ...
     turn_index: usize,
-    wall: Duration,
-    cpu: Duration,
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Duration,
     allocations: u64,
 }
 
 /// Runs `agents` × `TURNS_PER_AGENT` measured turns (after one warm-up turn).
-async fn measure(persistence: Persistence, agents: usize) -> anyhow::Result<Vec<TurnSample>> {
+pub(crate) async fn measure(
+    persistence: Persistence,
+    agents: usize,
+) -> anyhow::Result<Vec<TurnSample>> {
     let adapter = Arc::new(PrebuiltReplies::default());
     let core = Core::mount(adapter.clone(), persistence)?;
     let mut samples = Vec::with_capacity(agents * TURNS_PER_AGENT);

@@ -109,6 +109,9 @@ pub enum Persistence {
     /// [`Persistence::Jsonl`] plus the checkpoint policy (a durable flush before every
     /// model request, pre-step and tool call), as the `dsh` composition mounts it.
     JsonlCheckpoints,
+    /// [`Persistence::Jsonl`] plus the `memory` plugin (live index, history tools), as the
+    /// `dsh` composition mounts it.
+    JsonlMemory,
 }
 
 /// The mounted core. Dropping it removes the temp dir.
@@ -124,7 +127,7 @@ impl Core {
         ctx.plugin::<SessionsPlugin>(())?;
         let dir = match persistence {
             Persistence::None => None,
-            Persistence::Jsonl | Persistence::JsonlCheckpoints => {
+            Persistence::Jsonl | Persistence::JsonlCheckpoints | Persistence::JsonlMemory => {
                 let dir = tempfile::tempdir()?;
                 ctx.plugin::<JsonlPersistencePlugin>(JsonlPersistenceConfig::new(dir.path()))?;
                 if persistence == Persistence::JsonlCheckpoints {
@@ -149,6 +152,13 @@ impl Core {
             .register(&ctx, Arc::new(NoopTool))
             .map_err(err)?
             .forget();
+        if let (Persistence::JsonlMemory, Some(dir)) = (persistence, &dir) {
+            ctx.plugin::<dsh_memory::MemoryPlugin>(dsh_memory::MemoryConfig {
+                index: Some(dir.path().join("memory").join(dsh_memory::INDEX_FILE)),
+                dsh_home: Some(dir.path().to_path_buf()),
+                ..dsh_memory::MemoryConfig::default()
+            })?;
+        }
         Ok(Core {
             registry: ctx.require::<AgentRegistry>()?,
             ctx,

@@ -14,6 +14,7 @@ mod counting;
 mod derive_messages;
 mod hook_dispatch;
 mod mcp_call;
+mod memory;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -119,6 +120,11 @@ const BENCHES: &[Bench] = &[
         name: "acp",
         about: "dsh acp over stdio: initialize -> session/new (budget: <= 20 ms), per chunk, per tool call",
         run: acp::run,
+    },
+    Bench {
+        name: "memory",
+        about: "session memory: index 10k sessions, search (<= 20 ms), index size, agent-step overhead (<= 2 %)",
+        run: memory::run,
     },
     Bench {
         name: "sandbox-spawn",

@@ -36,6 +36,7 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()
         .with::<dsh_mcp::McpPlugin>()
+        .with::<dsh_memory::MemoryPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
@@ -70,6 +71,21 @@ pub fn attachments_root(settings: &Settings) -> PathBuf {
     settings.home.value.join("attachments").join("v1")
 }
 
+/// The memory row's config: the index under `$DSH_HOME/memory`, notes beside the settings.
+pub fn memory_config(settings: &Settings) -> dsh_memory::MemoryConfig {
+    dsh_memory::MemoryConfig {
+        index: Some(
+            settings
+                .home
+                .value
+                .join("memory")
+                .join(dsh_memory::INDEX_FILE),
+        ),
+        dsh_home: Some(settings.home.value.clone()),
+        ..dsh_memory::MemoryConfig::default()
+    }
+}
+
 /// The composition to mount: the settings' rows, with computed configs filled in for the
 /// derived rows the settings file left at `null`.
 pub fn boot_composition(settings: &Settings) -> Composition {
@@ -97,6 +113,7 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
             config::COMPACTION_ROW => {
                 serde_json::to_value(settings.compaction.plugin_config()).ok()
             }
+            config::MEMORY_ROW => serde_json::to_value(memory_config(settings)).ok(),
             _ => None,
         };
         if let Some(config) = derived {

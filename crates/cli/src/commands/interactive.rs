@@ -495,6 +495,13 @@ fn default_preset(settings: &Settings) -> PermissionPreset {
 }
 
 impl AgentDriver for AppDriver {
+    fn note_dirs(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        Some((
+            self.runtime.workspace().to_path_buf(),
+            self.runtime.settings().home.value.clone(),
+        ))
+    }
+
     fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
         let message = Message::user_text(text);
         Box::pin(async move {

@@ -18,6 +18,7 @@ mod compact;
 mod config;
 mod interactive;
 mod mcp;
+mod memory;
 mod repair;
 mod run;
 pub mod run_output;
@@ -270,7 +271,30 @@ pub enum SessionsCommand {
         /// Print the header and every event envelope as JSON Lines
         #[arg(long)]
         json: bool,
+        /// Only the events around event SEQ (a search hit), with their text
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// Events shown on each side of --at
+        #[arg(long, value_name = "N", default_value_t = 5, requires = "at")]
+        context: u64,
     },
+    /// Full-text search over stored sessions (this workspace's; --all for every workspace):
+    /// the best match of each session, best first
+    Search {
+        /// Words to find (all of them; searched literally, operators included)
+        query: Vec<String>,
+        /// Search every workspace's sessions
+        #[arg(long)]
+        all: bool,
+        /// Print a JSON array of hits
+        #[arg(long)]
+        json: bool,
+        /// At most N sessions
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+    },
+    /// Rebuild the search index from the session logs (it is a cache: the logs are the truth)
+    Reindex,
     /// Check session logs; exits 1 when one is damaged, naming the file and line
     Verify {
         /// Session id or unique prefix

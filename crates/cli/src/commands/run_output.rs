@@ -368,6 +368,12 @@ impl State {
                     ));
                 }
             }
+            // An `@session` reference that could not be read: the turn went on without it.
+            EventData::UserMessage(message) => {
+                for error in dsh_memory::reference_errors(message) {
+                    self.note(&format!("session reference skipped: {error}"));
+                }
+            }
             EventData::AssistantChunk(chunk) => self.chunk(&chunk.chunk),
             EventData::AssistantMessage(message) => {
                 if !self.out_terminal {

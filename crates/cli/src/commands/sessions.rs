@@ -25,6 +25,8 @@ pub(super) struct Store {
     pub workspace: PathBuf,
     /// The image attachment store (`$DSH_HOME/attachments/v1`), for export.
     pub attachments: PathBuf,
+    /// `$DSH_HOME`, where the search index lives.
+    pub home: PathBuf,
 }
 
 impl Store {
@@ -47,6 +49,7 @@ impl Store {
             backend,
             workspace,
             attachments: crate::app::attachments_root(&settings),
+            home: settings.home.value.clone(),
         })
     }
 
@@ -64,7 +67,20 @@ pub(super) fn sessions(
     let store = Store::open(global, env)?;
     match command {
         SessionsCommand::List { all, json, flat } => list(&store, *all, *json, *flat, out),
-        SessionsCommand::Show { id, json } => show(&store, id, *json, out),
+        SessionsCommand::Show {
+            id,
+            at: Some(seq),
+            context,
+            json,
+        } => super::memory::show_at(&store, id, *seq, *context, *json, out),
+        SessionsCommand::Show { id, json, .. } => show(&store, id, *json, out),
+        SessionsCommand::Search {
+            query,
+            all,
+            json,
+            limit,
+        } => super::memory::search(&store, &query.join(" "), *all, *json, *limit, out),
+        SessionsCommand::Reindex => super::memory::reindex(&store, out),
         SessionsCommand::Verify { id, all } => verify(&store, id.as_deref(), *all, out),
         SessionsCommand::Repair { id } => repair::repair(&store, id, out),
         SessionsCommand::Fork { id, at } => {

@@ -39,6 +39,9 @@ pub const SKILLS_ROW: &str = "skills";
 /// Row id of the MCP client (mounted by the `dsh-mcp` plugin; its config is the server list
 /// [`crate::mcp_config::resolve`] computes at boot).
 pub const MCP_ROW: &str = "mcp";
+/// Row id of memory across sessions (the search index, history tools, `@session`
+/// references, `remember`; its config points at `$DSH_HOME`).
+pub const MEMORY_ROW: &str = "memory";
 /// Row id of the agent registry.
 pub const AGENTS_ROW: &str = "agents";
 /// Row id of the agent loop (the factory behind every agent).
@@ -62,6 +65,7 @@ pub const DERIVED_ROWS: &[&str] = &[
     HOOKS_ROW,
     SKILLS_ROW,
     MCP_ROW,
+    MEMORY_ROW,
 ];
 
 /// The rows dsh mounts when the settings file changes nothing, in mount order.
@@ -103,6 +107,8 @@ pub fn default_composition() -> Composition {
             null(HOOKS_ROW, dsh_hooks::HooksPlugin::NAME),
             null(SKILLS_ROW, dsh_skills::SkillsPlugin::NAME),
             null(MCP_ROW, dsh_mcp::McpPlugin::NAME),
+            // After approval: its `remember` gate is inner to the approval listener.
+            null(MEMORY_ROW, dsh_memory::MemoryPlugin::NAME),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),

@@ -76,6 +76,10 @@ pub fn entry_lines(entry: &Entry, width: u16, detail: Detail) -> Vec<Line<'stati
             super::theme::current(),
         ),
         Entry::Retry(notice) => retry_lines(notice, width),
+        Entry::Referenced(notes) => notes
+            .iter()
+            .flat_map(|note| block("↳ ", "  ", note, width, dim()))
+            .collect(),
         Entry::Todos(todos) => todo_lines(todos, width),
         Entry::Subagent(card) => super::transcript::subagent_card_lines(card, width),
         Entry::TurnEnd { turn, outcome } => turn_end_lines(*turn, outcome, width),

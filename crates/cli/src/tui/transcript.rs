@@ -54,6 +54,8 @@ pub enum Entry {
     Pruned(PruneNote),
     /// A background subagent started, settled or reported.
     Subagent(SubagentCard),
+    /// `@session` references of the prompt above: what was brought in, what was skipped.
+    Referenced(Vec<String>),
     TurnEnd {
         turn: u64,
         outcome: TurnOutcome,
@@ -296,6 +298,11 @@ impl Transcript {
                         }
                     }
                     self.entries.push(Entry::User { text });
+                } else {
+                    let lines = dsh_memory::reference_lines(message);
+                    if !lines.is_empty() {
+                        self.entries.push(Entry::Referenced(lines));
+                    }
                 }
             }
             EventData::AssistantChunk(chunk) => self.apply_chunk(&chunk.chunk),

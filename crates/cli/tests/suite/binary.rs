@@ -156,6 +156,7 @@ fn config_show_json_is_machine_readable() {
             "hooks",
             "skills",
             "mcp",
+            "memory",
             "agents",
             "agent-loop",
             "subagents"

@@ -11,6 +11,7 @@ mod jobs;
 mod mcp;
 mod mcp_config;
 mod mcp_list;
+mod memory;
 mod run;
 mod run_support;
 mod sdk;

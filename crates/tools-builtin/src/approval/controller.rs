@@ -99,6 +99,13 @@ impl Approvals {
         self.with_state(session, |state| state.policy)
     }
 
+    /// Whether a call of this session can be put to a person now: its policy asks and an
+    /// answerer is attached (false in a headless run). Plugins with their own gates (the
+    /// memory plugin's `remember`) use it to refuse with their own message.
+    pub fn can_ask(&self, session: &Session) -> bool {
+        self.policy(session).asks() && self.answerer_for(session).is_some()
+    }
+
     /// Sets the session's policy, logging `approval/policy` when it changes (or was never
     /// logged). The log is written first; memory follows only when it succeeded.
     pub fn set_policy(

@@ -123,6 +123,7 @@ fn a_valid_file_loads_every_section() {
             ("hooks", "hooks", false),
             ("skills", "skills", false),
             ("mcp", "mcp", false),
+            ("memory", "memory", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("subagents", "subagents", false),

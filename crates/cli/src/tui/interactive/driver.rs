@@ -220,6 +220,10 @@ pub trait AgentDriver: Send + Sync {
             ))
         })
     }
+    /// The workspace and `$DSH_HOME`, where `#` and `##` notes go (`None`: notes are off).
+    fn note_dirs(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        None
+    }
 }
 
 /// Answers approval questions by putting them on screen.

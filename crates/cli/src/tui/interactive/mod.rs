@@ -18,6 +18,7 @@
 
 pub mod commands;
 mod driver;
+mod notes;
 mod pending;
 pub mod pickers;
 mod runner;

@@ -223,6 +223,16 @@ where
     async fn execute(&mut self, effect: Effect, inputs: &mut VecDeque<Input>) -> io::Result<()> {
         let driver = self.driver.clone();
         let outcome = match effect {
+            Effect::PreviewNote(scope, note) => Ok(Some(Input::Notice(super::notes::preview(
+                driver.note_dirs(),
+                scope,
+                &note,
+            )))),
+            Effect::WriteNote(scope, note) => Ok(Some(Input::Notice(super::notes::write(
+                driver.note_dirs(),
+                scope,
+                &note,
+            )))),
             Effect::Scrollback(lines) => return self.print(&lines),
             Effect::Quit => return Ok(()),
             Effect::Answer { ticket, decision } => {

@@ -175,6 +175,9 @@ impl InteractiveState {
             self.run_shell(command, &text, effects);
             return;
         }
+        if self.note_line(&text, effects) {
+            return;
+        }
         let submitted = match slash::classify(&text) {
             // Custom commands and skills are prompts: the agent's side expands them.
             Submitted::Command(Err(SlashError::Unknown(name)))

@@ -8,6 +8,7 @@
 
 mod editing;
 mod keys;
+mod notes;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
@@ -129,6 +130,10 @@ pub enum Effect {
     SetPermission(PermissionPreset),
     /// Start a manual compaction; its outcome comes back as [`Input::Compacted`].
     Compact,
+    /// Show the diff a `#` / `##` note would make (it is written on a second Enter).
+    PreviewNote(dsh_memory::NoteScope, String),
+    /// Append a confirmed note to AGENTS.md.
+    WriteNote(dsh_memory::NoteScope, String),
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
@@ -207,6 +212,8 @@ pub struct InteractiveState {
     /// The session's permission preset (sandbox and approval), for the status line.
     permission: Option<&'static str>,
     commands: CommandDirectory,
+    /// A `#` note line shown as a diff, written when submitted again unchanged.
+    pending_note: Option<String>,
 }
 
 impl InteractiveState {
@@ -239,6 +246,7 @@ impl InteractiveState {
             children: Vec::new(),
             permission: None,
             commands: CommandDirectory::builtins(),
+            pending_note: None,
         }
     }
 
@@ -716,7 +724,11 @@ fn settled(entry: &Entry, last: bool) -> bool {
         Entry::Compaction(card) => card.is_settled(),
         // A run of prunes grows until something else follows.
         Entry::Pruned(_) => !last,
-        Entry::User { .. } | Entry::Todos(_) | Entry::TurnEnd { .. } | Entry::Subagent(_) => true,
+        Entry::User { .. }
+        | Entry::Todos(_)
+        | Entry::TurnEnd { .. }
+        | Entry::Subagent(_)
+        | Entry::Referenced(_) => true,
     }
 }
 

@@ -1,0 +1,4 @@
+//! dsh-memory's integration tests: one binary, modules in `suite/`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod suite;

@@ -1,0 +1,3 @@
+mod agent;
+mod index;
+mod support;
