@@ -69,7 +69,9 @@ impl Default for RepeatToolReminderConfig {
 pub enum ReminderConfigError {
     #[error("repeat-tool-reminder: `thresholds` must not be empty")]
     NoThresholds,
-    #[error("repeat-tool-reminder: invalid threshold {0}: every threshold must be an integer >= 2")]
+    #[error(
+        "repeat-tool-reminder: invalid threshold {0}: every threshold must be an integer >= 2"
+    )]
     BadThreshold(u64),
     #[error("repeat-tool-reminder: `thresholds` must not contain duplicates")]
     Duplicate,
@@ -205,8 +207,7 @@ fn wildcard(pattern: &str, name: &str) -> bool {
         return pattern == name;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last)
-    {
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];

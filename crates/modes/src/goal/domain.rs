@@ -301,7 +301,9 @@ impl TryFrom<Value> for GoalChange {
 }
 
 fn decode_snapshot(value: &Value) -> Result<GoalSnapshot, String> {
-    let record = value.as_object().ok_or("goal change goal must be a record")?;
+    let record = value
+        .as_object()
+        .ok_or("goal change goal must be a record")?;
     let id = non_empty_string(record.get("id"), "goal.id")?;
     let objective = record
         .get("objective")
@@ -337,7 +339,11 @@ fn decode_block_reason(value: &Value) -> Result<BlockReason, String> {
     let record = value
         .as_object()
         .ok_or("goal change goal.blockedReason must be a record")?;
-    exact_keys(record, &["code", "message"], "goal change goal.blockedReason")?;
+    exact_keys(
+        record,
+        &["code", "message"],
+        "goal change goal.blockedReason",
+    )?;
     let code = record
         .get("code")
         .and_then(Value::as_str)
@@ -360,7 +366,10 @@ fn exact_keys(record: &Map<String, Value>, keys: &[&str], what: &str) -> Result<
     }
     let mut sorted = keys.to_vec();
     sorted.sort_unstable();
-    Err(format!("{what} must have exactly {} fields", sorted.join(",")))
+    Err(format!(
+        "{what} must have exactly {} fields",
+        sorted.join(",")
+    ))
 }
 
 fn non_empty_string(value: Option<&Value>, field: &str) -> Result<String, String> {

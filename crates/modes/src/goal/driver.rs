@@ -167,7 +167,12 @@ impl GoalDriver {
                 TurnEndReason::MaxTokens => self.goals.disarm(agent),
                 TurnEndReason::Aborted { .. } => {
                     let ours = self.with_state(agent, |s| match s.attempt.as_mut() {
-                        Some(a) if matches!(a.phase, AttemptPhase::Claimed | AttemptPhase::Admitted) => {
+                        Some(a)
+                            if matches!(
+                                a.phase,
+                                AttemptPhase::Claimed | AttemptPhase::Admitted
+                            ) =>
+                        {
                             a.phase = AttemptPhase::Cancelled;
                             true
                         }
@@ -355,7 +360,12 @@ impl GoalDriver {
     }
 
     /// Whether the batch's goal round is exactly the reserved one, for the current goal.
-    fn valid_round(&self, agent: &Arc<dyn Agent>, message: &Message, source: &GoalRoundSource) -> bool {
+    fn valid_round(
+        &self,
+        agent: &Arc<dyn Agent>,
+        message: &Message,
+        source: &GoalRoundSource,
+    ) -> bool {
         let reserved = self.with_state(agent.id(), |s| {
             s.attempt.as_ref().is_some_and(|a| {
                 a.phase == AttemptPhase::Claimed
@@ -380,7 +390,12 @@ impl GoalDriver {
 
     /// Drops the reservation, puts the batch's other messages back in front of next-step,
     /// asks for a new drive and rejects the step.
-    fn reject_round(&self, agent: &Arc<dyn Agent>, batch: &[Arc<Message>], round: &Message) -> PreStepDecision {
+    fn reject_round(
+        &self,
+        agent: &Arc<dyn Agent>,
+        batch: &[Arc<Message>],
+        round: &Message,
+    ) -> PreStepDecision {
         self.with_state(agent.id(), |s| s.attempt = None);
         for other in batch.iter().rev().filter(|m| m.id != round.id) {
             if let Err(error) = agent.inbox().prepend(InboxTarget::NextStep, other.clone()) {
@@ -398,11 +413,14 @@ impl GoalDriver {
         next: impl std::future::Future<Output = Result<PreStepDecision, BoxError>>,
     ) -> Result<PreStepDecision, BoxError> {
         let agent = &args.agent;
-        let round = args.messages.iter().find_map(|m| match GoalRoundSource::of(m) {
-            Ok(Some(source)) => Some((m.clone(), Some(source))),
-            Err(_) => Some((m.clone(), None)),
-            Ok(None) => None,
-        });
+        let round = args
+            .messages
+            .iter()
+            .find_map(|m| match GoalRoundSource::of(m) {
+                Ok(Some(source)) => Some((m.clone(), Some(source))),
+                Err(_) => Some((m.clone(), None)),
+                Ok(None) => None,
+            });
         let Some((message, source)) = round else {
             return next.await;
         };

@@ -131,10 +131,15 @@ impl GoalFold {
                 cleared,
                 cleared_at,
             } => {
-                let current = self.goal.as_ref().ok_or("goal clear requires a current goal")?;
+                let current = self
+                    .goal
+                    .as_ref()
+                    .ok_or("goal clear requires a current goal")?;
                 require_next_revision(current, cleared, GoalOperation::Clear)?;
                 if Some(*cleared_at) < self.updated_at {
-                    return Err("goal clear timestamp cannot precede the current goal update".into());
+                    return Err(
+                        "goal clear timestamp cannot precede the current goal update".into(),
+                    );
                 }
                 self.goal = None;
                 self.rounds_started = 0;

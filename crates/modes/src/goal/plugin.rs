@@ -6,8 +6,8 @@ use super::prompt::{policy_section, GOAL_SECTION, GOAL_SECTION_ORDER};
 use super::service::{GoalChanged, Goals};
 use super::tools::{CreateGoalTool, GetGoalTool, UpdateGoalTool};
 use dsh_agent::{
-    AgentDisposed, AgentErrorEvent, AgentStatus, AgentStatusChanged, InboxClaimed,
-    InboxDiscarded, InboxInserted, PreStep, SessionStart,
+    AgentDisposed, AgentErrorEvent, AgentStatus, AgentStatusChanged, InboxClaimed, InboxDiscarded,
+    InboxInserted, PreStep, SessionStart,
 };
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_prompt::{Section, SystemPrompt};

@@ -104,7 +104,9 @@ mod tests {
             original
         );
         let blocked = wrapup_text("x", Some("no \"key\""));
-        assert!(blocked.starts_with("<goal_blocked>\nObjective: \"x\"\nBlocked: \"no \\\"key\\\"\"\n"));
+        assert!(
+            blocked.starts_with("<goal_blocked>\nObjective: \"x\"\nBlocked: \"no \\\"key\\\"\"\n")
+        );
         assert!(blocked.ends_with("</goal_blocked>"));
     }
 }

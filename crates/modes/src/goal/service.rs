@@ -236,10 +236,7 @@ impl Goals {
             if let Some(max) = max {
                 goal.max_goal_rounds = max;
             }
-            Ok((
-                carry(fold, GoalOperation::Edit, goal, now),
-                activation,
-            ))
+            Ok((carry(fold, GoalOperation::Edit, goal, now), activation))
         })
     }
 
@@ -339,11 +336,7 @@ impl Goals {
     }
 
     /// Clears the current goal, leaving a tombstone one revision past it.
-    pub fn clear(
-        &self,
-        agent: &Arc<dyn Agent>,
-        reference: &GoalRef,
-    ) -> Result<GoalRef, GoalError> {
+    pub fn clear(&self, agent: &Arc<dyn Agent>, reference: &GoalRef) -> Result<GoalRef, GoalError> {
         let _writing = lock(&self.writing);
         self.assert_live(agent)?;
         let session = agent.session();
@@ -361,6 +354,26 @@ impl Goals {
         drop(_writing);
         self.announce(agent, &change, None);
         Ok(tombstone)
+    }
+
+    /// The surfaces' answer to the original's idle-forever defect: after a resume, a goal
+    /// that is still active (and so disarmed by the session start) is re-armed, and the
+    /// driver continues it at the next idle. `None` when there is nothing to continue
+    /// (no goal, another phase, already armed, or no rounds left).
+    pub fn continue_after_resume(
+        &self,
+        agent: &Arc<dyn Agent>,
+    ) -> Result<Option<GoalView>, GoalError> {
+        let Some(view) = self.get(agent)? else {
+            return Ok(None);
+        };
+        let resumable = view.goal.phase == GoalPhase::Active
+            && view.activation == Activation::Disarmed
+            && view.rounds_started < view.goal.max_goal_rounds;
+        if !resumable {
+            return Ok(None);
+        }
+        self.resume(agent, &view.reference()).map(Some)
     }
 
     fn activation(&self, session: &SessionId) -> Activation {
@@ -458,7 +471,10 @@ fn now_after(session: &Session, previous: Option<u64>) -> u64 {
     previous.map_or(now, |p| p.max(now))
 }
 
-fn expect_current<'a>(fold: &'a GoalFold, reference: &GoalRef) -> Result<&'a GoalSnapshot, GoalError> {
+fn expect_current<'a>(
+    fold: &'a GoalFold,
+    reference: &GoalRef,
+) -> Result<&'a GoalSnapshot, GoalError> {
     let current = fold.goal().ok_or(GoalError::NotFound)?;
     if reference.id != current.id || reference.revision != current.revision {
         return Err(GoalError::StaleRevision {

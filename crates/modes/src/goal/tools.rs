@@ -65,9 +65,12 @@ struct Execution {
 }
 
 fn execution(exec: &ToolExecution) -> Result<Execution, ToolFailure> {
-    let caller = exec
-        .caller()
-        .ok_or_else(|| failure("GOAL_TOOL_AGENT_REQUIRED", "goal tools require a calling agent"))?;
+    let caller = exec.caller().ok_or_else(|| {
+        failure(
+            "GOAL_TOOL_AGENT_REQUIRED",
+            "goal tools require a calling agent",
+        )
+    })?;
     let agent = caller.agent().clone();
     let same = |other: &Arc<dyn Agent>| std::ptr::addr_eq(Arc::as_ptr(other), Arc::as_ptr(&agent));
     let live = caller
@@ -203,7 +206,7 @@ pub struct CreateArgs {
 /// A model-supplied round cap: a positive whole number (0 counts as omitted where the
 /// original treats it as a filler).
 fn round_cap(value: f64) -> Result<u64, ToolFailure> {
-    if value.fract() != 0.0 || value < 1.0 || value > 9_007_199_254_740_991.0 {
+    if value.fract() != 0.0 || !(1.0..=9_007_199_254_740_991.0).contains(&value) {
         return Err(domain(GoalError::InvalidMaxRounds));
     }
     Ok(value as u64)
