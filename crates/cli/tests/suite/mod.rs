@@ -3,6 +3,7 @@ mod compaction_e2e;
 mod compaction_fixture;
 mod crash;
 mod extension_points;
+mod goals;
 mod hardening;
 mod hooks;
 mod jobs;
