@@ -132,6 +132,16 @@ async fn dsh_run_goal_out_of_rounds_exits_1_and_says_so() {
         ]
     );
     assert_eq!(server.requests().len(), 2);
+    // `dsh sessions show` says where the goal stands.
+    let shown = sandbox.dsh(&["sessions", "show", &id]).await;
+    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown.stderr));
+    let shown = text(&shown.stdout);
+    assert!(
+        shown.contains(
+            "goal: blocked · round 2/2 · \"Make the tests pass\" · blocked: round-limit: Goal reached its configured limit of 2 rounds."
+        ),
+        "{shown}"
+    );
 }
 
 #[tokio::test]

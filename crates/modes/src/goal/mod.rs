@@ -9,6 +9,7 @@
 //!   armed goal, and checks at pre-step that the round entering is the one it reserved.
 //! - [`tools`]: `get_goal`, `create_goal`, `update_goal`, with their authority rules.
 //! - [`prompt`]: the round prompt, the wrap-up notice and the policy section.
+//! - [`status`]: one-line descriptions for surfaces.
 //! - [`GoalPlugin`] (row `goal`) mounts all of it.
 
 pub mod domain;
@@ -17,6 +18,7 @@ pub mod fold;
 mod plugin;
 pub mod prompt;
 pub mod service;
+pub mod status;
 pub mod tools;
 
 pub use domain::{
