@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
 mod feeds;
+mod goal;
 use feeds::{
     spawn_agent_count, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice, watch_commands,
 };
@@ -480,6 +481,15 @@ fn default_preset(settings: &Settings) -> PermissionPreset {
 }
 
 impl AgentDriver for AppDriver {
+    fn goal(&self, raw: &str) -> BoxFuture<'_, Result<Vec<String>, DriverError>> {
+        let raw = raw.to_owned();
+        Box::pin(async move { self.run_goal(&raw).await })
+    }
+
+    fn goal_line(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(AppDriver::goal_line(self))
+    }
+
     fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {
         let message = Message::user_text(text);
         Box::pin(async move {

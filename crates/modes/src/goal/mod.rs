@@ -10,8 +10,10 @@
 //! - [`tools`]: `get_goal`, `create_goal`, `update_goal`, with their authority rules.
 //! - [`prompt`]: the round prompt, the wrap-up notice and the policy section.
 //! - [`status`]: one-line descriptions for surfaces.
+//! - [`command`]: the person's `/goal` command (parse and execute, the original's wording).
 //! - [`GoalPlugin`] (row `goal`) mounts all of it.
 
+pub mod command;
 pub mod domain;
 pub mod driver;
 pub mod fold;

@@ -17,6 +17,7 @@
 
 pub mod commands;
 mod driver;
+mod goal_line;
 mod pending;
 mod runner;
 pub mod slash;

@@ -99,7 +99,9 @@ impl<B: Backend> Runner<B> {
         }
         self.context_stale = false;
         let fill = self.driver.context().await;
-        self.handle(Input::Context(fill)).await
+        self.handle(Input::Context(fill)).await?;
+        let goal = self.driver.goal_line().await;
+        self.handle(Input::GoalLine(goal)).await
     }
 
     /// Draws the live area.
@@ -197,6 +199,13 @@ impl<B: Backend> Runner<B> {
                 .compact()
                 .map(|()| None)
                 .or_else(|error| Ok(Some(Input::Compacted(Err(error.to_string()))))),
+            Effect::Goal(raw) => {
+                self.context_stale = true;
+                driver
+                    .goal(&raw)
+                    .await
+                    .map(|lines| Some(Input::Notice(lines)))
+            }
             Effect::SetPermission(preset) => driver
                 .set_permission(preset)
                 .await

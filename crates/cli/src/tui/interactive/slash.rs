@@ -19,6 +19,8 @@ pub enum SlashCommand {
     Clear,
     /// Summarizes older history into a checkpoint now (idle agent only).
     Compact,
+    /// `/goal [<objective>|clear|edit <objective>|pause|resume]`, its raw arguments.
+    Goal(String),
     Quit,
 }
 
@@ -97,6 +99,7 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         },
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
         "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
+        "goal" => Ok(SlashCommand::Goal(command[name.len()..].trim().to_owned())),
         "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
         other => Err(SlashError::Unknown(other.to_owned())),
     }
@@ -119,6 +122,7 @@ pub const HELP: &[&str] = &[
     "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
     "  /compact            summarize older history now to free context (agent idle)",
+    "  /goal [OBJECTIVE|pause|resume|clear|edit TEXT]  work toward OBJECTIVE round after round",
     "  /quit               leave (Ctrl-C twice does too)",
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",

@@ -76,6 +76,8 @@ pub enum Input {
     Jobs(usize),
     /// How many subagents are working in this process.
     Agents(usize),
+    /// The goal line above the input (`None`: the session has no goal).
+    GoalLine(Option<String>),
 }
 
 /// Something the runner must do.
@@ -104,6 +106,8 @@ pub enum Effect {
     SetPermission(PermissionPreset),
     /// Start a manual compaction; its outcome comes back as [`Input::Compacted`].
     Compact,
+    /// Run `/goal` with these arguments.
+    Goal(String),
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
@@ -153,6 +157,8 @@ pub struct InteractiveState {
     jobs: usize,
     /// Working subagents, for the status line.
     agents: usize,
+    /// The goal line above the input.
+    goal_line: Option<String>,
     commands: CommandDirectory,
 }
 
@@ -176,6 +182,7 @@ impl InteractiveState {
             compacting: false,
             jobs: 0,
             agents: 0,
+            goal_line: None,
             commands: CommandDirectory::builtins(),
         }
     }
@@ -188,6 +195,11 @@ impl InteractiveState {
     /// Working subagents (the status line's `2 agents`).
     pub fn agents(&self) -> usize {
         self.agents
+    }
+
+    /// The goal line shown above the input, if the session has a goal.
+    pub fn goal_line(&self) -> Option<&str> {
+        self.goal_line.as_deref()
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -322,6 +334,7 @@ impl InteractiveState {
             Input::Quit => self.quit(&mut effects),
             Input::Jobs(count) => self.jobs = count,
             Input::Agents(count) => self.agents = count,
+            Input::GoalLine(line) => self.goal_line = line,
         }
         self.flush(&mut effects);
         self.sync_queue();
