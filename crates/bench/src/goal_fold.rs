@@ -8,7 +8,9 @@
 
 use crate::stats::{report, summarize};
 use crate::workload::{append_turn, Texts};
-use dsh_modes::goal::{fold_goal, GoalChange, GoalOperation, GoalPhase, GoalRoundSource, GoalSnapshot};
+use dsh_modes::goal::{
+    fold_goal, GoalChange, GoalOperation, GoalPhase, GoalRoundSource, GoalSnapshot,
+};
 use dsh_protocol::{ContentBlock, Message, MessageId, Role};
 use dsh_session::{AppendOptions, EventData, Session, SessionHeader};
 use std::sync::Arc;

@@ -730,3 +730,107 @@ fn strict_replay_folds_the_originals_log_and_refuses_broken_ones() {
         assert_eq!(error.code(), "GOAL_REPLAY_INVALID", "case {i}: {error}");
     }
 }
+
+#[tokio::test]
+async fn the_persons_goal_command_creates_shows_pauses_and_clears() {
+    use dsh_modes::goal::command::{execute, parse};
+    let h = harness(
+        Harness::builder().script([
+            text_response("Round one.").into(),
+            text_response("Round two.").into(),
+        ]),
+        json!({"defaultMaxGoalRounds": 2}),
+        false,
+    );
+    let agent = h.create_agent().await.agent().clone();
+    let goals = goals(&h);
+    let run = |raw: &str| execute(&goals, &agent, &parse(raw));
+    assert_eq!(
+        run(""),
+        Ok(vec![
+            "No goal is currently set.".to_owned(),
+            dsh_modes::goal::command::USAGE.to_owned()
+        ])
+    );
+    let created = run("Speed up the build").unwrap();
+    assert_eq!(
+        created,
+        [
+            "Goal created",
+            "Status: active",
+            "Objective: Speed up the build",
+            "Rounds: 0/2",
+            "Activation: armed",
+            "",
+            "Commands: /goal edit <objective>, /goal pause, /goal clear"
+        ]
+    );
+    settle(&h, &agent).await;
+    // Two rounds, then the cap blocked it.
+    assert_eq!(
+        run("").unwrap()[1..4],
+        [
+            "Status: blocked",
+            "Blocker: round-limit: Goal reached its configured limit of 2 rounds.",
+            "Objective: Speed up the build"
+        ]
+    );
+    assert_eq!(
+        run("another goal"),
+        Err(vec!["A goal is already blocked. Use /goal edit <objective> to change it or /goal clear before replacing it.".to_owned()])
+    );
+    assert_eq!(
+        run("pause"),
+        Err(vec!["The goal command is not valid for the current state. Run /goal to view available commands.".to_owned()])
+    );
+    assert_eq!(run("clear"), Ok(vec!["Goal cleared.".to_owned()]));
+    assert_eq!(run("clear"), Ok(vec!["No goal to clear.".to_owned()]));
+    let story: Vec<String> = digest(&h.session().events())
+        .into_iter()
+        .filter(|l| l.starts_with("goal/change") || l.starts_with("user: <goal_round"))
+        .collect();
+    assert_eq!(
+        story,
+        [
+            "goal/change create r1 active rounds=0",
+            "user: <goal_round 1/2>",
+            "user: <goal_round 2/2>",
+            "goal/change block r2 blocked (round-limit) rounds=2",
+            "goal/change clear r3",
+        ]
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_round_pauses_the_goal_instead_of_starting_over() {
+    use dsh_agent::{AgentCancelCause, CancelOptions};
+    let h = harness(
+        Harness::builder().script([text_response("never seen").into()]),
+        json!({}),
+        false,
+    );
+    let gate = h.gate_requests();
+    let agent = h.create_agent().await.agent().clone();
+    goals(&h)
+        .create(&agent, "Refactor the parser", Some(5))
+        .unwrap();
+    gate.wait_parked(1).await;
+    agent
+        .cancel(AgentCancelCause::User, CancelOptions::default())
+        .unwrap();
+    gate.release(1);
+    settle(&h, &agent).await;
+    let log = digest(&h.session().events());
+    assert_eq!(log[0], "goal/change create r1 active rounds=0");
+    assert!(
+        log.iter().any(|l| l == "turn/end 1 aborted user"),
+        "{log:#?}"
+    );
+    assert_eq!(log.last().unwrap(), "goal/change pause r2 paused rounds=1");
+    assert!(
+        !log.iter().any(|l| l == "turn/start 2"),
+        "no new round started: {log:#?}"
+    );
+    h.finish().await;
+}
