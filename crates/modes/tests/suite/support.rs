@@ -48,15 +48,24 @@ pub fn driver(h: &Harness) -> Arc<GoalDriver> {
     h.ctx().require::<GoalDriver>().unwrap()
 }
 
-/// Waits until the agent is idle and the driver has decided that no round follows.
+/// Waits until the agent is idle and the driver has decided that no round follows; fails
+/// the test after a generous guard (a hang guard, not a timing assertion).
 pub async fn settle(h: &Harness, agent: &Arc<dyn Agent>) {
     let driver = driver(h);
-    loop {
-        agent.when_idle().await;
-        driver.until_quiet(agent.id()).await;
-        if agent.status() == AgentStatus::Idle && driver.is_quiet(agent.id()) {
-            return;
+    let settled = async {
+        loop {
+            agent.when_idle().await;
+            driver.until_quiet(agent.id()).await;
+            if agent.status() == AgentStatus::Idle && driver.is_quiet(agent.id()) {
+                return;
+            }
         }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(30), settled)
+        .await
+        .is_err()
+    {
+        panic!("the agent and its goal driver never settled");
     }
 }
 
