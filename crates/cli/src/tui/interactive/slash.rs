@@ -192,6 +192,13 @@ mod tests {
         assert_eq!(command("/agents all"), Err(SlashError::Usage("/agents")));
         assert_eq!(command("/compact"), Ok(SlashCommand::Compact));
         assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
+        // `/goal` keeps its whole argument text: the objective is free text.
+        assert_eq!(command("/goal"), Ok(SlashCommand::Goal(String::new())));
+        assert_eq!(
+            command("/goal  Make  the tests pass "),
+            Ok(SlashCommand::Goal("Make  the tests pass".into()))
+        );
+        assert_eq!(command("/goal pause"), Ok(SlashCommand::Goal("pause".into())));
     }
 
     #[test]
