@@ -23,5 +23,6 @@ mod tui_state;
 mod tui_support;
 mod tui_tmux;
 mod tui_tmux_compact;
+mod tui_tmux_goal;
 mod tui_tmux_mcp;
 mod tui_tmux_trust;

@@ -10,7 +10,9 @@ pub fn describe(
     activation: Option<Activation>,
 ) -> String {
     let phase = match (goal.phase, activation) {
-        (GoalPhase::Active, Some(Activation::Disarmed)) => "active, waiting to be resumed".into(),
+        (GoalPhase::Active, Some(Activation::Disarmed)) => {
+            "active, waiting for /goal resume".into()
+        }
         (phase, _) => phase.to_string(),
     };
     let blocker = goal

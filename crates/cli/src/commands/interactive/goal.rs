@@ -6,10 +6,7 @@
 
 use super::AppDriver;
 use crate::tui::interactive::DriverError;
-use dsh_modes::goal::{command, fold_goal, status, Activation, GoalPhase, Goals};
-
-/// What the goal line adds when a goal waits for the person after a restart.
-const OFFER: &str = " — /goal resume continues it";
+use dsh_modes::goal::{command, fold_goal, status, Activation, Goals};
 
 impl AppDriver {
     fn goals(&self) -> Option<std::sync::Arc<Goals>> {
@@ -37,20 +34,21 @@ impl AppDriver {
         let goals = self.goals()?;
         if let Some(agent) = self.live_agent() {
             let view = goals.get(&agent).ok()??;
-            let mut line = status::describe(&view.goal, view.rounds_started, Some(view.activation));
-            if view.goal.phase == GoalPhase::Active && view.activation == Activation::Disarmed {
-                line.push_str(OFFER);
-            }
-            return Some(line);
+            return Some(status::describe(
+                &view.goal,
+                view.rounds_started,
+                Some(view.activation),
+            ));
         }
         let id = self.current().id.clone();
         let stored = self.runtime.persistence()?.load(&id).ok()?;
         let fold = fold_goal(&stored.events).ok()?;
         let goal = fold.goal()?;
-        let mut line = status::describe(goal, fold.rounds_started(), Some(Activation::Disarmed));
-        if goal.phase == GoalPhase::Active {
-            line.push_str(OFFER);
-        }
-        Some(line)
+        // A stored goal is never armed: only a live process arms one.
+        Some(status::describe(
+            goal,
+            fold.rounds_started(),
+            Some(Activation::Disarmed),
+        ))
     }
 }

@@ -198,7 +198,10 @@ mod tests {
             command("/goal  Make  the tests pass "),
             Ok(SlashCommand::Goal("Make  the tests pass".into()))
         );
-        assert_eq!(command("/goal pause"), Ok(SlashCommand::Goal("pause".into())));
+        assert_eq!(
+            command("/goal pause"),
+            Ok(SlashCommand::Goal("pause".into()))
+        );
     }
 
     #[test]
