@@ -69,8 +69,8 @@ impl Cache {
         }
     }
 
-    /// Folds what the session appended since the last read. A `goal/change` this process
-    /// did not announce (another writer, a repaired log) disarms.
+    /// Folds what the session appended since the last read. Only this service writes
+    /// `goal/change` in a live session, and each commit sets the activation it leaves.
     fn sync(&mut self, session: &Session) -> Result<(), GoalError> {
         if let Some(error) = &self.broken {
             return Err(error.clone());
