@@ -155,6 +155,8 @@ fn config_show_json_is_machine_readable() {
             "hooks",
             "skills",
             "mcp",
+            "goal",
+            "repeat-tool-reminder",
             "agents",
             "agent-loop",
             "subagents"
