@@ -12,6 +12,7 @@ mod compaction;
 mod core_stack;
 mod counting;
 mod derive_messages;
+mod goal_fold;
 mod hook_dispatch;
 mod mcp_call;
 mod memory;
@@ -130,6 +131,11 @@ const BENCHES: &[Bench] = &[
         name: "sandbox-spawn",
         about: "one confined bash call vs an unconfined one (figures only, no budget)",
         run: sandbox_spawn::run,
+    },
+    Bench {
+        name: "goal-fold",
+        about: "strict goal fold over a 100k-event session with goal rounds (budget: <= 10 ms)",
+        run: goal_fold::run,
     },
 ];
 

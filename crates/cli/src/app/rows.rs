@@ -37,6 +37,8 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_subagents::SubagentsPlugin>()
         .with::<dsh_mcp::McpPlugin>()
         .with::<dsh_memory::MemoryPlugin>()
+        .with::<dsh_modes::goal::GoalPlugin>()
+        .with::<dsh_modes::guard::RepeatToolReminderPlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
@@ -48,6 +50,7 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_subagents::EVENT_TYPES,
     dsh_hooks::EVENT_TYPES,
     dsh_skills::EVENT_TYPES,
+    dsh_modes::goal::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions

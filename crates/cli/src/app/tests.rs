@@ -279,6 +279,9 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "session_event_trace",
             "session_event_read",
             "remember",
+            "get_goal",
+            "create_goal",
+            "update_goal",
             "subagent",
             "subagent_fork",
             "send_message",
@@ -459,7 +462,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "subagent/descriptor",
             "hook/invoked",
             "hook/result",
-            "skills/catalog"
+            "skills/catalog",
+            "goal/change"
         ]
     );
     for name in declared {
@@ -472,6 +476,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "dsh_hooks::"
         } else if name.starts_with("skills/") {
             "dsh_skills::"
+        } else if name.starts_with("goal/") {
+            "dsh_modes::"
         } else {
             "dsh_tools_builtin::"
         };

@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 
 mod feeds;
 mod input_features;
+mod goal;
 use feeds::{
     spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
     watch_commands,
@@ -500,6 +501,15 @@ impl AgentDriver for AppDriver {
             self.runtime.workspace().to_path_buf(),
             self.runtime.settings().home.value.clone(),
         ))
+    }
+
+    fn goal(&self, raw: &str) -> BoxFuture<'_, Result<Vec<String>, DriverError>> {
+        let raw = raw.to_owned();
+        Box::pin(async move { self.run_goal(&raw).await })
+    }
+
+    fn goal_line(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(AppDriver::goal_line(self))
     }
 
     fn steer(&self, text: &str) -> BoxFuture<'_, Result<(), DriverError>> {

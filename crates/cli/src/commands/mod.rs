@@ -21,6 +21,7 @@ mod mcp;
 mod memory;
 mod repair;
 mod run;
+mod run_goal;
 pub mod run_output;
 mod sessions;
 mod trust;
@@ -248,6 +249,13 @@ pub struct RunArgs {
     /// Stop the turn before model request N+1 (the turn ends blocked, exit 1)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turns: Option<u64>,
+    /// Work on OBJECTIVE round after round until it is complete, blocked, paused or out of
+    /// rounds (exit 0 only when complete)
+    #[arg(long, value_name = "OBJECTIVE", conflicts_with_all = ["prompt", "resume", "continue_"])]
+    pub goal: Option<String>,
+    /// With --resume/--continue: do not continue the session's active goal
+    #[arg(long)]
+    pub no_goal: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@
 //! signal during the drain exits at once. Once the terminal is gone, writing to it fails, so
 //! nothing on these paths may panic on a failed write (`eprintln!` would).
 
+use super::run_goal::{self, GoalMode};
 use super::run_output::{exit_status, RunOutput};
 use super::{exit, stderr_line, GlobalArgs, RunArgs, UsageError};
 use crate::app::{find_session, latest_session, AgentStart, AppError, BootOptions, Runtime};
@@ -55,9 +56,27 @@ fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
     Ok(prompt)
 }
 
+/// The prompt of a resumed run, which may have none when it continues the session's goal:
+/// the argument, or stdin when it is not a terminal and holds text.
+fn read_optional_prompt(arg: Option<&str>) -> anyhow::Result<Option<String>> {
+    if arg.is_some() || !std::io::stdin().is_terminal() {
+        return match read_prompt(arg) {
+            Ok(prompt) => Ok(Some(prompt)),
+            Err(_) if arg.is_none() => Ok(None),
+            Err(error) => Err(error),
+        };
+    }
+    Ok(None)
+}
+
 /// Runs `dsh run`; returns the exit status.
 pub(super) fn run(global: &GlobalArgs, args: &RunArgs, env: &dyn Env) -> anyhow::Result<u8> {
-    let prompt = read_prompt(args.prompt.as_deref())?;
+    let mode = GoalMode::of(args)?;
+    let prompt = match mode {
+        GoalMode::Start(_) => None,
+        GoalMode::Continue => read_optional_prompt(args.prompt.as_deref())?,
+        GoalMode::Off => Some(read_prompt(args.prompt.as_deref())?),
+    };
     let settings = load(env, &global.overrides())?;
     let options = BootOptions::from_process(global.cwd.clone())?;
     if let Ok(workspace) = crate::app::canonical_workspace(&options.cwd) {
@@ -68,14 +87,15 @@ pub(super) fn run(global: &GlobalArgs, args: &RunArgs, env: &dyn Env) -> anyhow:
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run_turn(settings, options, args, prompt))
+    runtime.block_on(run_turn(settings, options, args, prompt, mode))
 }
 
 async fn run_turn(
     settings: crate::config::Settings,
     options: BootOptions,
     args: &RunArgs,
-    prompt: String,
+    prompt: Option<String>,
+    mode: GoalMode,
 ) -> anyhow::Result<u8> {
     // Installed first, so a signal during boot is not lost: it cancels the turn at once.
     let mut signals = StopSignals::install()?;
@@ -83,7 +103,7 @@ async fn run_turn(
     for notice in runtime.hook_notices() {
         stderr_line(format_args!("dsh: {notice}"));
     }
-    let result = drive(&runtime, args, prompt, &mut signals).await;
+    let result = drive(&runtime, args, prompt, mode, &mut signals).await;
     runtime.shutdown();
     result
 }
@@ -107,7 +127,8 @@ fn session_to_resume(runtime: &Runtime, args: &RunArgs) -> Result<Option<Session
 async fn drive(
     runtime: &Runtime,
     args: &RunArgs,
-    prompt: String,
+    prompt: Option<String>,
+    mode: GoalMode,
     signals: &mut StopSignals,
 ) -> anyhow::Result<u8> {
     let resume = session_to_resume(runtime, args)?;
@@ -173,16 +194,37 @@ async fn drive(
             output.note(&format!("dsh: skills: {notice}"));
         }
     }
-    let sent = handle.agent().followup(Message::user_text(prompt));
-    if let Err(error) = sent {
-        handle.dispose().await;
-        subscription.dispose();
-        children.iter().for_each(Disposer::dispose);
-        return Err(anyhow::Error::new(error).context("cannot send the prompt"));
-    }
+    let has_prompt = prompt.is_some();
+    // The person's prompt first: a continued goal's next round waits for it.
+    let sent = match prompt {
+        Some(prompt) => handle
+            .agent()
+            .followup(Message::user_text(prompt))
+            .map_err(|error| anyhow::Error::new(error).context("cannot send the prompt")),
+        None => Ok(()),
+    };
+    let goal = sent.and_then(|()| {
+        let goal = run_goal::start(runtime, handle.agent(), &mode, args.no_goal, &output)?;
+        if !goal && !has_prompt {
+            return Err(UsageError(
+                "no prompt, and the session has no active goal to continue: give a prompt".into(),
+            )
+            .into());
+        }
+        Ok(goal)
+    });
+    let goal = match goal {
+        Ok(goal) => goal,
+        Err(error) => {
+            handle.dispose().await;
+            subscription.dispose();
+            children.iter().for_each(Disposer::dispose);
+            return Err(error);
+        }
+    };
     // Ordered teardown: the loop flushes the session before disposal completes.
     let jobs = runtime.ctx().get::<JobRegistry>();
-    let stop = finish_turn(&handle, jobs, runtime.subagents(), signals).await;
+    let stop = finish_turn(&handle, jobs, runtime.subagents(), runtime, signals).await;
     subscription.dispose();
     children.iter().for_each(Disposer::dispose);
     notice.join();
@@ -193,10 +235,16 @@ async fn drive(
         .load(Ordering::SeqCst)
         .then_some(args.max_turns)
         .flatten();
+    let goal_status = goal.then(|| {
+        let (status, line) = run_goal::finish(runtime, handle.agent());
+        output.note(&line);
+        status
+    });
     output.finish(id.as_str(), cap);
-    let status = match stop {
-        Some(stop) => stop.drained_status_after(output.outcome().as_ref()),
-        None => exit_status(output.outcome().as_ref()),
+    let status = match (stop, goal_status) {
+        (Some(stop), _) => stop.drained_status_after(output.outcome().as_ref()),
+        (None, Some(status)) => status,
+        (None, None) => exit_status(output.outcome().as_ref()),
     };
     // After SIGHUP the terminal is gone and writing to it fails: that is not news.
     let failure = output
@@ -309,10 +357,11 @@ async fn finish_turn(
     handle: &AgentHandle,
     jobs: Option<Arc<JobRegistry>>,
     subagents: Option<Arc<Subagents>>,
+    runtime: &Runtime,
     signals: &mut StopSignals,
 ) -> Option<Stop> {
     let agent = handle.agent().clone();
-    let settled = settled(agent.clone(), jobs.clone(), subagents);
+    let settled = settled(agent.clone(), jobs.clone(), subagents, runtime);
     tokio::pin!(settled);
     let stop = tokio::select! {
         () = &mut settled => {
@@ -351,13 +400,15 @@ async fn finish_turn(
 }
 
 /// Resolves once nothing can start more work: the agent idle, none of the process's
-/// background jobs running, no child below the agent working, and every completion or
-/// settlement notice delivered (a notice that wakes the agent opens a turn before the
-/// registry counts as quiet or the child as settled, so the loop checks all of it again).
+/// background jobs running, no child below the agent working, the goal driver decided
+/// (no next round), and every completion or settlement notice delivered (a notice that
+/// wakes the agent opens a turn before the registry counts as quiet or the child as
+/// settled, so the loop checks all of it again).
 async fn settled(
     agent: Arc<dyn dsh_agent::Agent>,
     jobs: Option<Arc<JobRegistry>>,
     subagents: Option<Arc<Subagents>>,
+    runtime: &Runtime,
 ) {
     loop {
         agent.when_idle().await;
@@ -365,12 +416,15 @@ async fn settled(
         let tree_quiet = subagents
             .as_ref()
             .is_none_or(|tree| !tree.tree_working(agent.id()));
-        if jobs_quiet && tree_quiet && agent.status() == dsh_agent::AgentStatus::Idle {
+        let goal_quiet = run_goal::driver_quiet(runtime, agent.id());
+        if jobs_quiet && tree_quiet && goal_quiet && agent.status() == dsh_agent::AgentStatus::Idle
+        {
             return;
         }
         match (&jobs, &subagents) {
             (Some(jobs), _) if !jobs_quiet => jobs.when_quiet().await,
             (_, Some(tree)) if !tree_quiet => tree.until_settled(agent.id()).await,
+            _ if !goal_quiet => run_goal::until_driver_quiet(runtime, agent.id()).await,
             _ => {}
         }
     }

@@ -255,6 +255,9 @@ fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::
     }
     writeln!(out)?;
     writeln!(out, "{}", context_line(&stored.events))?;
+    if let Some(line) = dsh_modes::goal::status::stored_line(&stored.events) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(line) = compactions_line(&stored.events) {
         writeln!(out, "{line}")?;
     }

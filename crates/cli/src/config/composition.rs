@@ -49,6 +49,11 @@ pub const AGENT_LOOP_ROW: &str = "agent-loop";
 /// Row id of delegation (the subagent tools, continuable children and their settlement).
 pub const SUBAGENTS_ROW: &str = "subagents";
 
+/// Row id of goals (the goal tools, the round driver, the policy section).
+pub const GOAL_ROW: &str = "goal";
+/// Row id of the repeat-tool-call reminder.
+pub const REPEAT_TOOL_REMINDER_ROW: &str = "repeat-tool-reminder";
+
 /// Row id of the compaction engine (token meter, automatic and manual compaction, pruner).
 pub const COMPACTION_ROW: &str = "compaction";
 
@@ -109,6 +114,11 @@ pub fn default_composition() -> Composition {
             null(MCP_ROW, dsh_mcp::McpPlugin::NAME),
             // After approval: its `remember` gate is inner to the approval listener.
             null(MEMORY_ROW, dsh_memory::MemoryPlugin::NAME),
+            null(GOAL_ROW, dsh_modes::goal::GoalPlugin::NAME),
+            null(
+                REPEAT_TOOL_REMINDER_ROW,
+                dsh_modes::guard::RepeatToolReminderPlugin::NAME,
+            ),
             null(AGENTS_ROW, dsh_agent::AgentsPlugin::NAME),
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),

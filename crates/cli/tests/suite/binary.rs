@@ -157,6 +157,8 @@ fn config_show_json_is_machine_readable() {
             "skills",
             "mcp",
             "memory",
+            "goal",
+            "repeat-tool-reminder",
             "agents",
             "agent-loop",
             "subagents"

@@ -21,6 +21,9 @@ pub(crate) struct RenderContext {
     pub prompt_chars: usize,
     /// Which scripted entry answers; part of default tool-call ids.
     pub entry_index: usize,
+    /// The newest `role: tool` message's content, parsed as JSON when it is JSON: what
+    /// `{{last-tool-result:/json/pointer}}` in scripted tool-call arguments reads.
+    pub last_tool_result: Option<Value>,
 }
 
 impl RenderContext {
@@ -39,14 +42,56 @@ impl RenderContext {
             .filter_map(|key| body.get(key))
             .map(|v| v.to_string().chars().count())
             .sum();
+        let last_tool_result = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .and_then(|messages| {
+                messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+            })
+            .and_then(|m| m.get("content").and_then(Value::as_str))
+            .and_then(|text| serde_json::from_str(text).ok());
         Self {
             model,
             completion_id: format!("chatcmpl-mock-{request_number}"),
             include_usage,
             prompt_chars,
             entry_index,
+            last_tool_result,
         }
     }
+}
+
+/// Fills `{{last-tool-result:/json/pointer}}` placeholders from the request's newest tool
+/// result (a string value without its quotes, anything else as JSON), so a script can pass
+/// on an id only the harness knows (a goal id). A placeholder that finds nothing stays.
+pub(crate) fn fill_placeholders(arguments: &str, ctx: &RenderContext) -> String {
+    const OPEN: &str = "{{last-tool-result:";
+    let Some(result) = &ctx.last_tool_result else {
+        return arguments.to_owned();
+    };
+    let mut out = String::new();
+    let mut rest = arguments;
+    while let Some(at) = rest.find(OPEN) {
+        let after = &rest[at + OPEN.len()..];
+        let Some(close) = after.find("}}") else {
+            break;
+        };
+        let found = result.pointer(&after[..close]).map(|value| match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        });
+        out.push_str(&rest[..at]);
+        match found {
+            Some(text) => out.push_str(&text),
+            None => out.push_str(&rest[at..at + OPEN.len() + close + 2]),
+        }
+        rest = &after[close + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Splits `text` into at most `n` pieces of nearly equal character counts, longer pieces
@@ -124,7 +169,7 @@ fn wire_calls(reply: &Reply, ctx: &RenderContext) -> Vec<WireCall> {
         .all_tool_calls()
         .enumerate()
         .map(|(i, call)| {
-            let arguments = wire_arguments(&call.arguments);
+            let arguments = fill_placeholders(&wire_arguments(&call.arguments), ctx);
             let id = call
                 .id
                 .clone()
@@ -343,6 +388,29 @@ mod tests {
             7,
             0,
         )
+    }
+
+    #[test]
+    fn placeholders_read_the_newest_tool_result() {
+        let ctx = RenderContext::from_request(
+            &json!({"messages": [
+                {"role": "tool", "tool_call_id": "a", "content": "{\"goal\":{\"id\":\"old\"}}"},
+                {"role": "tool", "tool_call_id": "b", "content": "{\"goal\":{\"id\":\"goal-1\",\"revision\":2}}"}
+            ]}),
+            1,
+            0,
+        );
+        assert_eq!(
+            fill_placeholders(
+                r#"{"goal_id":"{{last-tool-result:/goal/id}}","revision":{{last-tool-result:/goal/revision}},"x":"{{last-tool-result:/nope}}"}"#,
+                &ctx
+            ),
+            r#"{"goal_id":"goal-1","revision":2,"x":"{{last-tool-result:/nope}}"}"#
+        );
+        assert_eq!(
+            fill_placeholders("{{last-tool-result:/goal/id}}", &super::tests::ctx()),
+            "{{last-tool-result:/goal/id}}"
+        );
     }
 
     #[test]

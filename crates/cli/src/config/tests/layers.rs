@@ -124,6 +124,8 @@ fn a_valid_file_loads_every_section() {
             ("skills", "skills", false),
             ("mcp", "mcp", false),
             ("memory", "memory", false),
+            ("goal", "goal", false),
+            ("repeat-tool-reminder", "repeat-tool-reminder", false),
             ("agents", "agents", false),
             ("agent-loop", "agent-loop", false),
             ("subagents", "subagents", false),

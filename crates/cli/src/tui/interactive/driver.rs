@@ -224,6 +224,21 @@ pub trait AgentDriver: Send + Sync {
     fn note_dirs(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
         None
     }
+
+    /// Runs `/goal` with its raw arguments on the session on screen; the lines to print
+    /// (a refusal is printed too, as the original's command result).
+    fn goal(&self, _raw: &str) -> BoxFuture<'_, Result<Vec<String>, DriverError>> {
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "goals are not available here".into(),
+            ))
+        })
+    }
+    /// The goal line of the session on screen (objective, round r/N, phase), if it has a
+    /// goal.
+    fn goal_line(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
 }
 
 /// Answers approval questions by putting them on screen.

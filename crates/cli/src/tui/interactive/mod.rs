@@ -19,6 +19,7 @@
 pub mod commands;
 mod driver;
 mod notes;
+mod goal_line;
 mod pending;
 pub mod pickers;
 mod runner;

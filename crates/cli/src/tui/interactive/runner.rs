@@ -138,7 +138,9 @@ where
         }
         self.context_stale = false;
         let fill = self.driver.context().await;
-        self.handle(Input::Context(fill)).await
+        self.handle(Input::Context(fill)).await?;
+        let goal = self.driver.goal_line().await;
+        self.handle(Input::GoalLine(goal)).await
     }
 
     /// Draws the live area, first growing the viewport to what it shows (and shrinking it
@@ -301,6 +303,13 @@ where
                     .set_permission(preset)
                     .await
                     .map(|note| Some(Input::Notice(vec![note])))
+            }
+            Effect::Goal(raw) => {
+                self.context_stale = true;
+                driver
+                    .goal(&raw)
+                    .await
+                    .map(|lines| Some(Input::Notice(lines)))
             }
         };
         match outcome {

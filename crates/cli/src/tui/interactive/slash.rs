@@ -21,6 +21,8 @@ pub enum SlashCommand {
     Clear,
     /// Summarizes older history into a checkpoint now (idle agent only).
     Compact,
+    /// `/goal [<objective>|clear|edit <objective>|pause|resume]`, its raw arguments.
+    Goal(String),
     Quit,
 }
 
@@ -105,6 +107,7 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         },
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
         "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
+        "goal" => Ok(SlashCommand::Goal(command[name.len()..].trim().to_owned())),
         "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
         other => Err(SlashError::Unknown(other.to_owned())),
     }
@@ -127,6 +130,7 @@ pub const HELP: &[&str] = &[
     "  /permission [NAME]  choose or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
     "  /compact            summarize older history now to free context (agent idle)",
+    "  /goal [OBJECTIVE|pause|resume|clear|edit TEXT]  work toward OBJECTIVE round after round",
     "  /quit               leave (Ctrl-C twice does too)",
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",
@@ -185,6 +189,16 @@ mod tests {
         );
         assert_eq!(command("/compact"), Ok(SlashCommand::Compact));
         assert_eq!(command("/quit"), Ok(SlashCommand::Quit));
+        // `/goal` keeps its whole argument text: the objective is free text.
+        assert_eq!(command("/goal"), Ok(SlashCommand::Goal(String::new())));
+        assert_eq!(
+            command("/goal  Make  the tests pass "),
+            Ok(SlashCommand::Goal("Make  the tests pass".into()))
+        );
+        assert_eq!(
+            command("/goal pause"),
+            Ok(SlashCommand::Goal("pause".into()))
+        );
     }
 
     #[test]

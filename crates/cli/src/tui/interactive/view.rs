@@ -5,6 +5,7 @@
 //! newest lines show (the whole entry reaches scrollback once it is finished).
 
 use super::commands::CompletionView;
+use super::goal_line::GoalLineView;
 use super::state::InteractiveState;
 use crate::tui::history::HistorySearch;
 use crate::tui::picker::Picker;
@@ -39,8 +40,9 @@ impl<'a> LiveView<'a> {
 
     /// Live entries, approval prompt, input box, status line, top-aligned: the input sits
     /// right under the scrollback and the viewport's spare rows stay blank below it.
-    fn areas(&self, area: Rect) -> [Rect; 5] {
+    fn areas(&self, area: Rect) -> [Rect; 6] {
         let state = self.state;
+        let goal = GoalLineView::new(state.goal_line()).height();
         let approval = state.approval().map_or(0, |a| a.height(area.width));
         let input = state.input().height(area.width);
         // What shows below the input (a picker) gives way before the input and status do.
@@ -49,6 +51,7 @@ impl<'a> LiveView<'a> {
                 .saturating_sub(input.saturating_add(approval).saturating_add(1)),
         );
         let fixed = approval
+            .saturating_add(goal)
             .saturating_add(input)
             .saturating_add(completions)
             .saturating_add(1);
@@ -56,16 +59,17 @@ impl<'a> LiveView<'a> {
         let live = u16::try_from(wanted)
             .unwrap_or(u16::MAX)
             .min(area.height.saturating_sub(fixed));
-        let [live, approval, input, completions, status, _spare] = Layout::vertical([
+        let [live, approval, goal, input, completions, status, _spare] = Layout::vertical([
             Constraint::Length(live),
             Constraint::Length(approval),
+            Constraint::Length(goal),
             Constraint::Length(input),
             Constraint::Length(completions),
             Constraint::Length(1),
             Constraint::Min(0),
         ])
         .areas(area);
-        [live, approval, input, completions, status]
+        [live, approval, goal, input, completions, status]
     }
 
     /// Where the terminal cursor belongs: in the input box, unless a prompt has the keys.
@@ -73,14 +77,14 @@ impl<'a> LiveView<'a> {
         if self.state.approval().is_some() {
             return None;
         }
-        let [_, _, input, _, _] = self.areas(area);
+        let [_, _, _, input, _, _] = self.areas(area);
         Some(self.state.input().cursor_position(input))
     }
 }
 
 impl Widget for LiveView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let [live, approval, input, completions, status] = self.areas(area);
+        let [live, approval, goal, input, completions, status] = self.areas(area);
         let state = self.state;
         // The newest lines when they do not all fit.
         let lines = state.live_lines();
@@ -91,6 +95,7 @@ impl Widget for LiveView<'_> {
         if let Some(prompt) = state.approval() {
             prompt.render(approval, buf);
         }
+        GoalLineView::new(state.goal_line()).render(goal, buf);
         InputView::new(state.input(), state.is_running()).render(input, buf);
         Below::of(state).render(completions, buf);
         let mut line = StatusLine::new(state.transcript())

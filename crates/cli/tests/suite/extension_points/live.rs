@@ -114,6 +114,7 @@ pub fn declared_points() -> Vec<Point> {
         notification::<dsh_agent::ConfigStartFailed>(),
         notification::<dsh_subagents::SubagentStart>(),
         notification::<dsh_subagents::SubagentEnd>(),
+        notification::<dsh_modes::goal::GoalChanged>(),
     ]
 }
 

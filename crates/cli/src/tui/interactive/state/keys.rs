@@ -254,6 +254,7 @@ impl InteractiveState {
                 self.compacting = true;
                 effects.push(Effect::Compact);
             }
+            SlashCommand::Goal(raw) => effects.push(Effect::Goal(raw)),
             SlashCommand::Quit => self.quit(effects),
         }
     }

@@ -100,6 +100,8 @@ pub enum Input {
     },
     /// Text to edit in the input box (Esc-Esc: the previous prompt of a rewound session).
     Edit(String),
+    /// The goal line above the input (`None`: the session has no goal).
+    GoalLine(Option<String>),
 }
 
 /// Something the runner must do.
@@ -134,6 +136,8 @@ pub enum Effect {
     PreviewNote(dsh_memory::NoteScope, String),
     /// Append a confirmed note to AGENTS.md.
     WriteNote(dsh_memory::NoteScope, String),
+    /// Run `/goal` with these arguments.
+    Goal(String),
     /// Print these lines above the live area; they stay in the terminal's scrollback.
     Scrollback(Vec<Line<'static>>),
     Quit,
@@ -211,6 +215,8 @@ pub struct InteractiveState {
     children: Vec<LiveChild>,
     /// The session's permission preset (sandbox and approval), for the status line.
     permission: Option<&'static str>,
+    /// The goal line above the input.
+    goal_line: Option<String>,
     commands: CommandDirectory,
     /// A `#` note line shown as a diff, written when submitted again unchanged.
     pending_note: Option<String>,
@@ -245,6 +251,7 @@ impl InteractiveState {
             agents: 0,
             children: Vec::new(),
             permission: None,
+            goal_line: None,
             commands: CommandDirectory::builtins(),
             pending_note: None,
         }
@@ -263,6 +270,11 @@ impl InteractiveState {
     /// The subagents working now (the live list above the input).
     pub fn children(&self) -> &[LiveChild] {
         &self.children
+    }
+
+    /// The goal line shown above the input, if the session has a goal.
+    pub fn goal_line(&self) -> Option<&str> {
+        self.goal_line.as_deref()
     }
 
     pub fn session(&self) -> Option<&SessionId> {
@@ -420,6 +432,7 @@ impl InteractiveState {
             Input::Pick(picker) => self.picker = Some(picker),
             Input::ShellDone { command, output } => self.shell_done(command, output, &mut effects),
             Input::Edit(text) => self.input.set_text(&text),
+            Input::GoalLine(line) => self.goal_line = line,
         }
         self.flush(&mut effects);
         self.sync_queue();

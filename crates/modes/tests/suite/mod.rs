@@ -1,0 +1,3 @@
+mod goal;
+mod guard;
+mod support;
