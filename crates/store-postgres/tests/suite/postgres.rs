@@ -1,0 +1,241 @@
+//! What only the PostgreSQL backend has: migrations, server faults, locks across
+//! connections, concurrent writers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_session::SessionEvent;
+use dsh_store::SessionPersistence;
+use dsh_store_postgres::{PgConfig, PostgresBackend, SCHEMA_VERSION};
+
+use super::cluster::Cluster;
+use super::conformance::{fixture, open_pg, values};
+
+/// Runs one SQL statement on the cluster (as a second client would).
+fn sql(url: &str, statement: &str) {
+    let status = std::process::Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-qc", statement])
+        .status();
+    match status {
+        Ok(status) => assert!(status.success(), "psql {statement}"),
+        Err(_) => {
+            // Without psql on PATH, use the server's own.
+            let bin = std::fs::read_dir("/usr/lib/postgresql")
+                .expect("postgresql dir")
+                .flatten()
+                .map(|e| e.path().join("bin/psql"))
+                .find(|p| p.is_file())
+                .expect("psql");
+            let status = std::process::Command::new(bin)
+                .args([url, "-v", "ON_ERROR_STOP=1", "-qc", statement])
+                .status()
+                .expect("psql runs");
+            assert!(status.success(), "psql {statement}");
+        }
+    }
+}
+
+#[test]
+fn migrations_apply_once_and_a_newer_schema_is_refused() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let config = PgConfig::parse(&cluster.url(), None).expect("url");
+    let (_, first) = PostgresBackend::open(config.clone()).expect("open");
+    assert_eq!((first.from, first.to), (0, SCHEMA_VERSION));
+    assert!(first.applied());
+    let (_, second) = PostgresBackend::open(config.clone()).expect("open again");
+    assert!(!second.applied(), "{second:?}");
+    sql(
+        &cluster.url(),
+        "INSERT INTO dsh_schema_migrations (version) VALUES (99)",
+    );
+    let err = PostgresBackend::open(config).expect_err("too new");
+    assert_eq!(err.code(), "PG_STORE_SCHEMA_TOO_NEW");
+    let message = err.to_string();
+    assert!(message.contains("schema version 99"), "{message}");
+    assert!(message.contains("upgrade dsh"), "{message}");
+}
+
+#[test]
+fn a_server_that_is_down_is_a_clear_error_naming_the_target() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    cluster.stop_server();
+    let url = format!("postgres://dsh:hunter2@127.0.0.1:{}/postgres", cluster.port);
+    let err = PostgresBackend::open(PgConfig::parse(&url, None).expect("url")).expect_err("down");
+    assert_eq!(err.code(), "PG_STORE_CONNECT");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("dsh@127.0.0.1:{}/postgres", cluster.port)),
+        "{message}"
+    );
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
+/// Appends `batch`, retrying as the write-behind queue does while the server is away.
+fn append_retrying(
+    backend: &dyn SessionPersistence,
+    id: &dsh_protocol::SessionId,
+    batch: &[Arc<SessionEvent>],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for _ in 0..50 {
+        match backend.append(id, batch) {
+            Ok(()) => return failures,
+            Err(err) => {
+                assert_eq!(err.code(), "SESSION_PERSISTENCE_BACKEND", "{err}");
+                failures.push(err.to_string());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    panic!("the append never succeeded: {failures:?}");
+}
+
+#[test]
+fn a_server_restart_mid_session_loses_nothing_and_appends_resume() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let backend = open_pg(&cluster.url());
+    let (header, events) = fixture("multi-turn");
+    let half = events.len() / 2;
+    backend.create(&header).expect("create");
+    backend.append(&header.id, &events[..half]).expect("append");
+    cluster.stop_server();
+    let err = backend
+        .append(&header.id, &events[half..half + 1])
+        .expect_err("the server is down");
+    assert_eq!(err.code(), "SESSION_PERSISTENCE_BACKEND", "{err}");
+    assert!(
+        err.to_string().starts_with("postgres session store"),
+        "{err}"
+    );
+    cluster.restart();
+    append_retrying(&backend, &header.id, &events[half..half + 1]);
+    append_retrying(&backend, &header.id, &events[half + 1..]);
+    let loaded = open_pg(&cluster.url()).load(&header.id).expect("load");
+    assert_eq!(values(&loaded.events), values(&events));
+    // The writer took its lock back on the new connection.
+    let err = open_pg(&cluster.url())
+        .append(&header.id, &events[events.len() - 1..])
+        .expect_err("locked");
+    assert_eq!(err.code(), "SESSION_LOCKED", "{err}");
+}
+
+#[test]
+fn a_dead_writers_lock_goes_with_its_connection() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let (header, events) = fixture("text");
+    let writer = open_pg(&cluster.url());
+    writer.create(&header).expect("create");
+    writer.append(&header.id, &events[..2]).expect("append");
+    let other = open_pg(&cluster.url());
+    let err = other.append(&header.id, &events[2..3]).expect_err("locked");
+    assert_eq!(err.code(), "SESSION_LOCKED");
+    // The writer dies without releasing: its connections close with its runtime.
+    drop(writer);
+    let mut outcome = Err(err);
+    for _ in 0..50 {
+        outcome = other.append(&header.id, &events[2..3]);
+        if outcome.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    outcome.expect("the dead writer's lock was released");
+}
+
+#[test]
+fn concurrent_writers_never_interleave_seqs() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let (header, events) = fixture("parallel-tools");
+    let setup = open_pg(&cluster.url());
+    setup.create(&header).expect("create");
+    setup.append(&header.id, &events[..1]).expect("first event");
+    setup.release(&header.id);
+    drop(setup);
+    let events = Arc::new(events);
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let url = cluster.url();
+            let events = Arc::clone(&events);
+            let id = header.id.clone();
+            std::thread::spawn(move || {
+                let backend = open_pg(&url);
+                let mut stored = 0usize;
+                let mut refused = Vec::new();
+                // Until the session is complete (bounded, should a writer starve).
+                for _ in 0..events.len() * 50 {
+                    let next = match backend.next_seq(&id) {
+                        Ok(next) => next as usize,
+                        Err(err) => {
+                            refused.push(err.code());
+                            continue;
+                        }
+                    };
+                    if next >= events.len() {
+                        break;
+                    }
+                    match backend.append(&id, &events[next..next + 1]) {
+                        Ok(()) => stored += 1,
+                        Err(err) => refused.push(err.code()),
+                    }
+                    backend.release(&id);
+                }
+                (stored, refused)
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    for writer in writers {
+        let (count, refused) = writer.join().expect("writer thread");
+        stored += count;
+        assert!(
+            refused
+                .iter()
+                .all(|c| *c == "SESSION_LOCKED" || *c == "SESSION_SEQ_MISMATCH"),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(stored, events.len() - 1);
+    let loaded = open_pg(&cluster.url()).load(&header.id).expect("load");
+    assert_eq!(values(&loaded.events), values(&events));
+}
+
+#[test]
+fn listing_agrees_with_the_file_backend() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let pg = open_pg(&cluster.url());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = dsh_store::JsonlBackend::new(dsh_store::JsonlConfig::new(dir.path()));
+    for scenario in super::conformance::SCENARIOS {
+        let (header, events) = fixture(scenario);
+        for backend in [&pg as &dyn SessionPersistence, &files] {
+            backend.create(&header).expect("create");
+            backend.append(&header.id, &events).expect("append");
+            backend.release(&header.id);
+        }
+    }
+    let strip = |list: Vec<dsh_store::SessionSummary>| {
+        let mut list: Vec<_> = list
+            .into_iter()
+            // Sizes differ by encoding (zstd frames and packed rows on files).
+            .map(|s| dsh_store::SessionSummary { size: 0, ..s })
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        serde_json::to_value(list).expect("json")
+    };
+    assert_eq!(
+        strip(pg.list().expect("list")),
+        strip(files.list().expect("list"))
+    );
+}
