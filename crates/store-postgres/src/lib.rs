@@ -6,6 +6,8 @@
 //! - [`PostgresBackend`]: the backend; one row per session, one row per event in the file
 //!   format's JSON, durable appends that return after commit, and one writer per session
 //!   across machines through a session-level advisory lock;
+//! - [`PostgresPersistencePlugin`]: the backend mounted on a kernel context with the store's
+//!   write coordinator (`session-persistence-postgres`);
 //! - the seam is synchronous, so every database call runs on the backend's own runtime
 //!   thread (`bridge`), never on a caller's tokio worker.
 //!
@@ -15,9 +17,11 @@ mod backend;
 mod bridge;
 mod config;
 mod error;
+mod plugin;
 pub mod schema;
 
 pub use backend::PostgresBackend;
 pub use config::PgConfig;
 pub use error::PgStoreError;
+pub use plugin::{PostgresPersistenceConfig, PostgresPersistencePlugin};
 pub use schema::{MigrationReport, SCHEMA_VERSION};

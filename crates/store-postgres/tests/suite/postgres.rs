@@ -239,3 +239,52 @@ fn listing_agrees_with_the_file_backend() {
         strip(files.list().expect("list"))
     );
 }
+
+#[tokio::test]
+async fn the_write_behind_queue_retries_until_the_server_is_back() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let backend: Arc<dyn SessionPersistence> = Arc::new(open_pg(&cluster.url()));
+    let coordinator = dsh_store::WriteCoordinator::new(
+        Arc::clone(&backend),
+        dsh_store::WriteBehindConfig::default(),
+    );
+    let (header, events) = fixture("multi-turn");
+    let session = dsh_session::Session::new(header.clone()).expect("session");
+    coordinator.register(&session).expect("register");
+    let append = |event: &SessionEvent| {
+        let opts = dsh_session::AppendOptions {
+            surface_op: event.surface_op,
+            source_event_seqs: event.source_event_seqs.clone(),
+            ignorable: event.ignorable,
+        };
+        session.append(event.data.clone(), opts).expect("append");
+        coordinator.notify(session.id());
+    };
+    let half = events.len() / 2;
+    events[..half].iter().for_each(|e| append(e));
+    coordinator.flush(session.id()).await.expect("flush");
+    cluster.stop_server();
+    events[half..].iter().for_each(|e| append(e));
+    // A checkpoint that cannot commit is a typed error (the turn stops before the model).
+    let err = coordinator
+        .flush(session.id())
+        .await
+        .expect_err("server down");
+    assert_eq!(err.code(), "SESSION_PERSISTENCE_BACKEND", "{err}");
+    cluster.restart();
+    let mut flushed = coordinator.flush(session.id()).await;
+    for _ in 0..50 {
+        if flushed.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        flushed = coordinator.flush(session.id()).await;
+    }
+    flushed.expect("the queue drained once the server was back");
+    let loaded = open_pg(&cluster.url()).load(&header.id).expect("load");
+    // The session stamps its own times: compare with what it holds.
+    assert_eq!(loaded.events.len(), events.len());
+    assert!(values(&loaded.events) == values(&session.events()));
+}
