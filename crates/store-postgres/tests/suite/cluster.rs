@@ -8,14 +8,39 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct Cluster {
+    /// At most a few clusters at once: each takes ~30 MB and a server's memory, and the
+    /// machine is shared.
+    _slot: std::sync::MutexGuard<'static, ()>,
     bin: PathBuf,
     dir: tempfile::TempDir,
     pub port: u16,
 }
 
+static SLOTS: [std::sync::Mutex<()>; 3] = [
+    std::sync::Mutex::new(()),
+    std::sync::Mutex::new(()),
+    std::sync::Mutex::new(()),
+];
+
+/// Waits for a free cluster slot.
+fn take_slot() -> std::sync::MutexGuard<'static, ()> {
+    loop {
+        for slot in &SLOTS {
+            match slot.try_lock() {
+                Ok(guard) => return guard,
+                // A test that panicked still freed its slot.
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn server_bin() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("DSH_PG_BIN") {
-        return Some(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        return dir.join("initdb").is_file().then_some(dir);
     }
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
@@ -77,6 +102,7 @@ impl Cluster {
                  DSH_SKIP_PG_E2E=1 locally"
             );
         };
+        let slot = take_slot();
         let dir = tempfile::Builder::new()
             .prefix("dsh-pg-")
             .tempdir()
@@ -102,40 +128,42 @@ impl Cluster {
                     "-E",
                     "UTF8",
                     "--no-sync",
+                    "--wal-segsize=1",
                 ],
             ),
             "initdb",
         );
-        let mut cluster = Cluster { bin, dir, port: 0 };
+        let mut cluster = Cluster {
+            _slot: slot,
+            bin,
+            dir,
+            port: 0,
+        };
         cluster.port = cluster.launch();
         Some(cluster)
     }
 
     fn launch(&self) -> u16 {
         let port = free_port();
+        self.start_on(port, "pg_ctl start");
+        port
+    }
+
+    fn start_on(&self, port: u16, what: &str) {
         let data = self.dir.path().join("data");
         let log = self.dir.path().join("server.log");
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB",
             self.dir.path().display()
         );
+        let (data, log) = (data.to_str().expect("utf-8"), log.to_str().expect("utf-8"));
         check(
             run_as_owner(
                 &self.bin.join("pg_ctl"),
-                &[
-                    "-D",
-                    data.to_str().expect("utf-8"),
-                    "-l",
-                    log.to_str().expect("utf-8"),
-                    "-o",
-                    &options,
-                    "-w",
-                    "start",
-                ],
+                &["-D", data, "-l", log, "-o", &options, "-w", "start"],
             ),
-            "pg_ctl start",
+            what,
         );
-        port
     }
 
     /// Stops the server (start it again with [`restart`](Self::restart)).
@@ -157,29 +185,7 @@ impl Cluster {
     /// Stops the server (every connection dies) and starts it again on the same port.
     pub fn restart(&self) {
         self.stop_server();
-        let data = self.dir.path().join("data");
-        let log = self.dir.path().join("server.log");
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port,
-            self.dir.path().display()
-        );
-        check(
-            run_as_owner(
-                &self.bin.join("pg_ctl"),
-                &[
-                    "-D",
-                    data.to_str().expect("utf-8"),
-                    "-l",
-                    log.to_str().expect("utf-8"),
-                    "-o",
-                    &options,
-                    "-w",
-                    "start",
-                ],
-            ),
-            "pg_ctl restart",
-        );
+        self.start_on(self.port, "pg_ctl restart");
     }
 
     pub fn url(&self) -> String {
