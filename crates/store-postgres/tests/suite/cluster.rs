@@ -87,6 +87,15 @@ fn free_port() -> u16 {
 impl Cluster {
     /// A running cluster, or `None` when skipping is allowed and the binaries are missing.
     pub fn start() -> Option<Cluster> {
+        Self::start_with(None)
+    }
+
+    /// A cluster whose user `dsh` must log in with `password` (SCRAM).
+    pub fn start_with_password(password: &str) -> Option<Cluster> {
+        Self::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> Option<Cluster> {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         let Some(bin) = server_bin() else {
             if !ci && std::env::var("DSH_SKIP_PG_E2E").is_ok_and(|v| v == "1") {
@@ -116,6 +125,15 @@ impl Cluster {
         }
         let data = dir.path().join("data");
         let data = data.to_str().expect("utf-8 path");
+        let pwfile = dir.path().join("pwfile");
+        let mut auth = vec!["--auth=trust".to_owned()];
+        if let Some(password) = password {
+            std::fs::write(&pwfile, password).expect("write the password file");
+            auth = vec![
+                "--auth=scram-sha-256".to_owned(),
+                format!("--pwfile={}", pwfile.display()),
+            ];
+        }
         check(
             run_as_owner(
                 &bin.join("initdb"),
@@ -124,7 +142,8 @@ impl Cluster {
                     data,
                     "-U",
                     "dsh",
-                    "--auth=trust",
+                    &auth[0],
+                    auth.get(1).map_or("--no-sync", String::as_str),
                     "-E",
                     "UTF8",
                     "--no-sync",

@@ -288,3 +288,98 @@ async fn the_write_behind_queue_retries_until_the_server_is_back() {
     assert_eq!(loaded.events.len(), events.len());
     assert!(values(&loaded.events) == values(&session.events()));
 }
+
+#[test]
+fn passwords_come_from_password_env_and_a_wrong_one_is_a_clear_error() {
+    let Some(cluster) = Cluster::start_with_password("right-horse") else {
+        return;
+    };
+    let url = format!(
+        "postgres://dsh:wrong-battery@127.0.0.1:{}/postgres",
+        cluster.port
+    );
+    let err = PostgresBackend::open(PgConfig::parse(&url, None).expect("url"))
+        .expect_err("wrong password");
+    assert_eq!(err.code(), "PG_STORE_CONNECT");
+    let message = err.to_string();
+    assert!(
+        message.contains("password authentication failed"),
+        "{message}"
+    );
+    assert!(!message.contains("wrong-battery"), "{message}");
+
+    let config: dsh_store_postgres::PostgresPersistenceConfig = serde_json::from_value(
+        serde_json::json!({"url": url, "passwordEnv": "DSH_TEST_PG_PASSWORD_UNSET"}),
+    )
+    .expect("config");
+    let err = config.pg_config().expect_err("unset variable");
+    assert!(
+        err.to_string().contains("DSH_TEST_PG_PASSWORD_UNSET"),
+        "{err}"
+    );
+    assert!(!format!("{config:?}").contains("wrong-battery"));
+
+    // The variable's password overrides the URL's.
+    std::env::set_var("DSH_TEST_PG_PASSWORD", "right-horse");
+    let config: dsh_store_postgres::PostgresPersistenceConfig = serde_json::from_value(
+        serde_json::json!({"url": url, "passwordEnv": "DSH_TEST_PG_PASSWORD"}),
+    )
+    .expect("config");
+    let (backend, _) = PostgresBackend::open(config.pg_config().expect("password")).expect("open");
+    assert!(backend.list().expect("list").is_empty());
+}
+
+#[test]
+fn a_connection_cut_mid_session_is_retried_and_the_lock_retaken() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let backend = open_pg(&cluster.url());
+    let (header, events) = fixture("bash");
+    backend.create(&header).expect("create");
+    backend.append(&header.id, &events[..5]).expect("append");
+    // Another client kills every dsh connection (an admin, a failover, a proxy timeout).
+    sql(
+        &cluster.url(),
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = 'dsh' AND pid <> pg_backend_pid()",
+    );
+    append_retrying(&backend, &header.id, &events[5..]);
+    assert_eq!(
+        values(&backend.load(&header.id).expect("load").events),
+        values(&events)
+    );
+    let err = open_pg(&cluster.url())
+        .append(&header.id, &events[events.len() - 1..])
+        .expect_err("still ours");
+    assert_eq!(err.code(), "SESSION_LOCKED", "{err}");
+}
+
+#[test]
+fn a_huge_event_is_stored_and_read_back() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let backend = open_pg(&cluster.url());
+    let (header, events) = fixture("text");
+    backend.create(&header).expect("create");
+    backend.append(&header.id, &events).expect("append");
+    let prompt = "x".repeat(50 * 1024 * 1024);
+    let huge = SessionEvent::from_value(&serde_json::json!({
+        "type": "acme/huge", "seq": events.len(), "time": 1, "ignorable": true,
+        "data": {"text": prompt}
+    }))
+    .expect("event");
+    backend
+        .append(&header.id, &[Arc::new(huge)])
+        .expect("a 50 MB event");
+    let back = backend
+        .read_from(&header.id, events.len() as u64)
+        .expect("read");
+    assert_eq!(back.len(), 1);
+    let value = serde_json::to_value(&*back[0]).expect("json");
+    assert_eq!(
+        value["data"]["text"].as_str().map(str::len),
+        Some(prompt.len())
+    );
+}
