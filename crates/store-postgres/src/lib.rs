@@ -13,6 +13,7 @@
 //!
 //! See `docs/postgres.md` for setup, schema, locking and guarantees.
 
+mod append;
 mod backend;
 mod bridge;
 mod config;
