@@ -107,6 +107,14 @@ pub enum StoreError {
     /// the writer refuses further appends until the log is read again.
     #[error("session log {path} is in an unknown state after a failed write; reopen it")]
     Poisoned { path: PathBuf },
+    /// A storage service behind the seam (a database server) failed or refused an
+    /// operation; `reason` never holds a password.
+    #[error("{backend} session store: {op}: {reason}")]
+    Backend {
+        backend: &'static str,
+        op: &'static str,
+        reason: String,
+    },
 }
 
 impl StoreError {
@@ -114,6 +122,7 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::Io { .. } => "SESSION_PERSISTENCE_IO",
+            StoreError::Backend { .. } => "SESSION_PERSISTENCE_BACKEND",
             StoreError::Corruption { .. } => "SESSION_PERSISTENCE_CORRUPTION",
             StoreError::UnsupportedFormat { .. } => "SESSION_FORMAT_UNSUPPORTED",
             StoreError::AlreadyExists { .. } => "SESSION_ALREADY_EXISTS",

@@ -108,7 +108,7 @@ impl SessionSummary {
 impl SessionSummary {
     /// [`apply`](Self::apply) for a typed event. Only the few types a summary looks into
     /// are converted to JSON; the rest (nearly every event) just count.
-    pub(crate) fn apply_event(&mut self, event: &SessionEvent) {
+    pub fn apply_event(&mut self, event: &SessionEvent) {
         match &event.data {
             EventData::TurnStart(_) | EventData::TurnEnd(_) | EventData::UserMessage(_) => {
                 match serde_json::to_value(event) {

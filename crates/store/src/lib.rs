@@ -67,7 +67,7 @@ pub use header::{LogHeader, SESSION_FORMAT_VERSION};
 pub use index::{SessionIndex, SessionSummary, INDEX_FILE};
 pub use paths::{display_cwd, recorded_cwd, Compression, StoreLayout};
 pub use persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
-pub use plugin::{JsonlPersistenceConfig, JsonlPersistencePlugin};
+pub use plugin::{mount_persistence, JsonlPersistenceConfig, JsonlPersistencePlugin};
 pub use reader::{parse_log, read_header, read_log, StoredLog, TornReason, TornTail};
 pub use regular_file::{read_regular_file, read_regular_text, ReadFileError};
 pub use resume::{ResumeCancelled, StoreResumeSource};

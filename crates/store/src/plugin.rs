@@ -76,46 +76,57 @@ impl Plugin for JsonlPersistencePlugin {
             compression: config.compression,
             pack_chunks: config.pack_chunks,
         });
-        let persistence: Arc<dyn SessionPersistence> = Arc::new(backend);
-        let coordinator = WriteCoordinator::new(
-            Arc::clone(&persistence),
-            WriteBehindConfig {
-                max_delay: Duration::from_millis(config.write_batch_max_delay_ms),
-            },
-        );
-        ctx.provide::<dyn SessionPersistence>(persistence)?.forget();
-        ctx.provide(Arc::new(coordinator.clone()))?.forget();
-        let resume: Arc<dyn dsh_agent::ResumeSource> =
-            Arc::new(crate::resume::StoreResumeSource::new(coordinator.clone()));
-        ctx.provide::<dyn dsh_agent::ResumeSource>(resume)?.forget();
-
-        let c = coordinator.clone();
-        ctx.on::<SessionCreated>(move |session| c.register(session).map_err(boxed))?
-            .forget();
-        let c = coordinator.clone();
-        ctx.on::<SessionEventPublished>(move |published| {
-            c.notify(published.session.id());
-            Ok(())
-        })?
-        .forget();
-        let c = coordinator.clone();
-        ctx.on_parallel::<SessionFlush, _, _>(move |session| {
-            let c = c.clone();
-            async move { c.flush(session.id()).await.map_err(boxed) }
-        })?
-        .forget();
-        let c = coordinator.clone();
-        ctx.on::<SessionDisposed>(move |session| {
-            c.release_detached(session.id());
-            Ok(())
-        })?
-        .forget();
-        ctx.effect("flush sessions on unload", move || {
-            if let Err(err) = coordinator.flush_all_blocking() {
-                tracing::warn!(code = err.code(), %err, "sessions not flushed on unload");
-            }
-        })?
-        .forget();
-        Ok(())
+        mount_persistence(
+            ctx,
+            Arc::new(backend),
+            Duration::from_millis(config.write_batch_max_delay_ms),
+        )
     }
+}
+
+/// Mounts any [`SessionPersistence`] backend the way this plugin mounts the file backend:
+/// the service itself, a [`WriteCoordinator`] with write-behind batching, the agent layer's
+/// resume source, and the session-store listeners. Other backends' plugins (PostgreSQL)
+/// call this, so the coordinator and checkpoints sit on the seam unchanged.
+pub fn mount_persistence(
+    ctx: &Context,
+    persistence: Arc<dyn SessionPersistence>,
+    max_delay: Duration,
+) -> Result<(), BoxError> {
+    let coordinator =
+        WriteCoordinator::new(Arc::clone(&persistence), WriteBehindConfig { max_delay });
+    ctx.provide::<dyn SessionPersistence>(persistence)?.forget();
+    ctx.provide(Arc::new(coordinator.clone()))?.forget();
+    let resume: Arc<dyn dsh_agent::ResumeSource> =
+        Arc::new(crate::resume::StoreResumeSource::new(coordinator.clone()));
+    ctx.provide::<dyn dsh_agent::ResumeSource>(resume)?.forget();
+
+    let c = coordinator.clone();
+    ctx.on::<SessionCreated>(move |session| c.register(session).map_err(boxed))?
+        .forget();
+    let c = coordinator.clone();
+    ctx.on::<SessionEventPublished>(move |published| {
+        c.notify(published.session.id());
+        Ok(())
+    })?
+    .forget();
+    let c = coordinator.clone();
+    ctx.on_parallel::<SessionFlush, _, _>(move |session| {
+        let c = c.clone();
+        async move { c.flush(session.id()).await.map_err(boxed) }
+    })?
+    .forget();
+    let c = coordinator.clone();
+    ctx.on::<SessionDisposed>(move |session| {
+        c.release_detached(session.id());
+        Ok(())
+    })?
+    .forget();
+    ctx.effect("flush sessions on unload", move || {
+        if let Err(err) = coordinator.flush_all_blocking() {
+            tracing::warn!(code = err.code(), %err, "sessions not flushed on unload");
+        }
+    })?
+    .forget();
+    Ok(())
 }

@@ -1,0 +1,3 @@
+mod cluster;
+mod conformance;
+mod postgres;
