@@ -11,8 +11,7 @@ use dsh_tools_builtin::approval::{
 use dsh_tools_builtin::SandboxMode;
 use serde_json::json;
 
-/// The status line of a 60-column UI while turn 1 runs, and when idle.
-const RUNNING: &str = "running · turn 1 step 1 · deepseek-v4-flash (deepseek-offic…";
+/// The status line of a 60-column UI when idle.
 const IDLE: &str = "idle · deepseek-v4-flash (deepseek-official) · 0 in / 0 out…";
 /// With one message queued, and while the model writes.
 const RUNNING_QUEUED: &str = "running · turn 1 step 1 · 1 queued · deepseek-v4-flash (dee…";
