@@ -75,7 +75,23 @@ fn frame(
     Ok(())
 }
 
+/// What highlighting costs: the first code block loads syntect's syntax set.
+fn highlighting() {
+    let theme = dsh_cli::tui::theme::Theme::dark();
+    let block = "```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n";
+    let start = Instant::now();
+    dsh_cli::tui::markdown::render(block, 80, &theme);
+    let first = start.elapsed();
+    let start = Instant::now();
+    dsh_cli::tui::markdown::render(block, 80, &theme);
+    println!(
+        "first code block (loads the syntax set): {first:.3?}; the next one: {:.3?}",
+        start.elapsed()
+    );
+}
+
 pub fn run() -> anyhow::Result<()> {
+    highlighting();
     let text = answer(LINES);
     let mut state = InteractiveState::new(WIDTH);
     let mut terminal = Terminal::with_options(
