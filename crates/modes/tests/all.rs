@@ -1,0 +1,5 @@
+//! Integration tests of dsh-modes: one binary, suites under `suite/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod suite;

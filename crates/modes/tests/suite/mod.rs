@@ -1,0 +1,4 @@
+mod plan;
+mod questions;
+mod support;
+mod titles;
