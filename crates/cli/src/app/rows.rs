@@ -35,6 +35,9 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_agent_loop::AgentLoopPlugin>()
         .with::<dsh_subagents::SubagentsPlugin>()
         .with::<dsh_mcp::McpPlugin>()
+        .with::<dsh_modes::UserQuestionsPlugin>()
+        .with::<dsh_modes::PlanModePlugin>()
+        .with::<dsh_modes::SessionTitlePlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
@@ -46,6 +49,7 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_subagents::EVENT_TYPES,
     dsh_hooks::EVENT_TYPES,
     dsh_skills::EVENT_TYPES,
+    dsh_modes::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions

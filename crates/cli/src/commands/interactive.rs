@@ -125,6 +125,8 @@ async fn interactive(
         let _ = sender.send(Input::Notice(lines));
     }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
+    // Questions from the model (and plan reviews) come to this UI while it runs.
+    let questions = super::plan_ui::register_questions(&runtime, &driver.questions, &sender);
     let first = match stored {
         None => Ok(driver.opened_new()),
         Some(id) => driver.open_stored(id).await.map_err(anyhow::Error::from),
@@ -138,6 +140,7 @@ async fn interactive(
     if let Some(approvals) = &approvals {
         approvals.set_answerer(None);
     }
+    drop(questions);
     drop(driver);
     shutdown(runtime);
     result?;
@@ -203,6 +206,8 @@ pub struct AppDriver {
     /// The context window of the model last asked about, so measuring the context after
     /// every burst of events does not resolve the model again.
     window: Mutex<Option<ModelWindow>>,
+    /// Where question cards (`ask_user_question`, the plan review) are answered.
+    questions: crate::tui::interactive::QuestionSlots,
 }
 
 /// What the model runtime says about one route's model window.
@@ -227,6 +232,7 @@ impl AppDriver {
                 preset: None,
             }),
             window: Mutex::new(None),
+            questions: crate::tui::interactive::QuestionSlots::new(),
         }
     }
 
@@ -763,6 +769,17 @@ impl AgentDriver for AppDriver {
             let _ = inputs.send(Input::Compacted(text));
         });
         Ok(())
+    }
+
+    fn set_plan(&self, on: Option<bool>) -> BoxFuture<'_, Result<String, DriverError>> {
+        Box::pin(async move {
+            let agent = self.agent().await?;
+            super::plan_ui::set_plan(&self.runtime, agent.as_ref(), on)
+        })
+    }
+
+    fn question_slots(&self) -> Option<crate::tui::interactive::QuestionSlots> {
+        Some(self.questions.clone())
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -12,6 +12,7 @@ mod context;
 mod input;
 pub mod interactive;
 mod lines;
+mod question_card;
 mod text;
 mod transcript;
 mod trust_prompt;
@@ -21,6 +22,7 @@ pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use context::ContextFill;
 pub use input::{InputBox, InputView};
 pub use lines::{entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
+pub use question_card::{CardKey, CardStep, QuestionCard};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     Compacted, CompactionCard, CompactionState, Entry, PruneNote, RetryNotice, RunState, ToolCard,

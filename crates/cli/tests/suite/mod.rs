@@ -9,6 +9,7 @@ mod jobs;
 mod mcp;
 mod mcp_config;
 mod mcp_list;
+mod modes;
 mod run;
 mod run_support;
 mod sessions;

@@ -15,7 +15,7 @@ pub mod tool;
 pub mod types;
 
 pub use plugin::UserQuestionsPlugin;
-pub use service::{QuestionError, QuestionProvider, ProviderRegistration, UserQuestions};
+pub use service::{ProviderRegistration, QuestionError, QuestionProvider, UserQuestions};
 pub use tool::{AskUserQuestion, ASK_USER_QUESTION};
 pub use types::{
     Answer, AnswerItem, Question, QuestionIntent, QuestionOption, QuestionOutcome, QuestionRequest,

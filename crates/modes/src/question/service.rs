@@ -31,7 +31,9 @@ pub enum QuestionError {
     NoProvider,
     #[error("a user-questions provider is already registered")]
     DuplicateProvider,
-    #[error("the user dismissed the question to speak instead; stop here and wait for their message")]
+    #[error(
+        "the user dismissed the question to speak instead; stop here and wait for their message"
+    )]
     Cancelled,
     #[error("the answer did not fit the questions: {0}")]
     BadResponse(String),
@@ -235,7 +237,10 @@ fn check_item(question: &Question, item: &AnswerItem) -> Result<(), String> {
             return Err(format!("{}: {label} selected twice", question.id));
         }
         if !question.offers(label) {
-            return Err(format!("{}: {label} is not one of its options", question.id));
+            return Err(format!(
+                "{}: {label} is not one of its options",
+                question.id
+            ));
         }
     }
     if item.custom.as_deref().is_some_and(|c| c.trim().is_empty()) {

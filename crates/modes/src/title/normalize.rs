@@ -72,15 +72,23 @@ pub fn truncate_utf8(input: &str, max_bytes: usize) -> &str {
 
 /// A title as accepted: cleaned, cut to `max_bytes`, trimmed (possibly empty).
 pub fn normalize_title(input: &str, max_bytes: usize) -> String {
-    truncate_utf8(&clean(input), max_bytes).trim_end().to_owned()
+    truncate_utf8(&clean(input), max_bytes)
+        .trim_end()
+        .to_owned()
 }
 
 /// The first-prompt fallback: the first `max_words` words of the cleaned text, cut to
 /// `max_bytes`.
 pub fn fallback_title(input: &str, max_words: usize, max_bytes: usize) -> String {
     let cleaned = clean(input);
-    let words: Vec<&str> = cleaned.split(' ').filter(|w| !w.is_empty()).take(max_words).collect();
-    truncate_utf8(&words.join(" "), max_bytes).trim_end().to_owned()
+    let words: Vec<&str> = cleaned
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .take(max_words)
+        .collect();
+    truncate_utf8(&words.join(" "), max_bytes)
+        .trim_end()
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -89,7 +97,8 @@ mod tests {
 
     #[test]
     fn control_and_bidi_characters_never_survive() {
-        let hostile = "\u{1b}]0;pwned\u{7}Fix\u{202E} the\u{200B} \u{1b}[31mbug\u{1b}[0m\u{0}\n\tnow";
+        let hostile =
+            "\u{1b}]0;pwned\u{7}Fix\u{202E} the\u{200B} \u{1b}[31mbug\u{1b}[0m\u{0}\n\tnow";
         assert_eq!(normalize_title(hostile, 80), "Fix the bug now");
     }
 
@@ -98,7 +107,11 @@ mod tests {
         assert_eq!(normalize_title("héllo wörld", 2), "h");
         assert_eq!(normalize_title("日本語のタイトル", 7), "日本");
         assert_eq!(
-            fallback_title("Say hello and describe this workspace in one sentence.", 5, 40),
+            fallback_title(
+                "Say hello and describe this workspace in one sentence.",
+                5,
+                40
+            ),
             "Say hello and describe this"
         );
         assert_eq!(fallback_title("a b", 5, 1), "a");

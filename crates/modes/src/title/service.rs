@@ -12,7 +12,7 @@ use super::request::{
     ask_for_title, framed_input, request_message, system_prompt, TitleCall, TitleInput,
     TITLE_PROVIDER,
 };
-use dsh_agent::{Agent, AgentRequest, AgentRegistry};
+use dsh_agent::{Agent, AgentRegistry, AgentRequest};
 use dsh_kernel::sync::lock;
 use dsh_kernel::{BoxError, Context, Plugin};
 use dsh_llm::LlmRuntime;

@@ -22,7 +22,11 @@ async fn plan_mode_refuses_a_write_and_a_non_read_only_command_whatever_else_all
         builder().script([
             tool_call_response(&[
                 ("c1", "write", r#"{"text":"x","path":"a.rs"}"#),
-                ("c2", "bash", r#"{"command":"cargo fmt && git commit -am x"}"#),
+                (
+                    "c2",
+                    "bash",
+                    r#"{"command":"cargo fmt && git commit -am x"}"#,
+                ),
                 ("c3", "bash", r#"{"command":"git status --short"}"#),
             ])
             .into(),
@@ -32,7 +36,10 @@ async fn plan_mode_refuses_a_write_and_a_non_read_only_command_whatever_else_all
     );
     let agent = h.create_agent().await.agent().clone();
     let plan = h.ctx().require::<PlanMode>().unwrap();
-    assert_eq!(plan.set(agent.as_ref(), true).unwrap(), SetOutcome::Committed);
+    assert_eq!(
+        plan.set(agent.as_ref(), true).unwrap(),
+        SetOutcome::Committed
+    );
     assert_eq!(plan.set(agent.as_ref(), true).unwrap(), SetOutcome::Noop);
     run(&agent, "add a --verbose flag").await;
     let write_refused = "tool/result ERR Error: plan mode is on: `write` changes files, so it is refused until the user approves a plan. Explore with read-only tools, then present the complete plan with exit_plan_mode. [TOOL_DENIED]";
@@ -67,7 +74,12 @@ async fn plan_mode_refuses_a_write_and_a_non_read_only_command_whatever_else_all
     assert_eq!(h.probe().journal(), ["start c3", "end c3"]);
     let request = &h.adapter().requests()[0];
     assert!(request.system.as_deref().unwrap().contains(PLAN_POLICY));
-    let names: Vec<String> = request.tools.iter().flatten().map(|t| t.name.clone()).collect();
+    let names: Vec<String> = request
+        .tools
+        .iter()
+        .flatten()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(names.contains(&"exit_plan_mode".to_owned()), "{names:?}");
     h.finish().await;
 }
@@ -115,10 +127,15 @@ async fn an_approved_plan_leaves_plan_mode_silently_and_the_turn_goes_on() {
     let asked = person.asked.lock().unwrap();
     let question = &asked[0].questions[0];
     assert_eq!(question.id, "plan-review");
-    assert_eq!(question.detail.as_deref(), Some("# Add the flag\n\n1. Parse it.\n2. Test it."));
+    assert_eq!(
+        question.detail.as_deref(),
+        Some("# Add the flag\n\n1. Parse it.\n2. Test it.")
+    );
     assert_eq!(
         question.intent,
-        Some(QuestionIntent::PlanReview { approve: APPROVE.into() })
+        Some(QuestionIntent::PlanReview {
+            approve: APPROVE.into()
+        })
     );
     assert_eq!(asked[0].session_id.as_ref(), Some(agent.id()));
     let requests = h.adapter().requests();
@@ -148,7 +165,11 @@ async fn keep_planning_with_feedback_stays_in_plan_mode_and_tells_the_model() {
         ],
     );
     let agent = h.create_agent().await.agent().clone();
-    h.ctx().require::<PlanMode>().unwrap().set(agent.as_ref(), true).unwrap();
+    h.ctx()
+        .require::<PlanMode>()
+        .unwrap()
+        .set(agent.as_ref(), true)
+        .unwrap();
     run(&agent, "plan the flag").await;
     let results: Vec<String> = lines(&agent.session().events())
         .into_iter()
@@ -204,14 +225,20 @@ async fn an_approval_arriving_after_a_cancel_is_ignored_and_plan_mode_stays_on()
     let agent = h.create_agent().await.agent().clone();
     let plan = h.ctx().require::<PlanMode>().unwrap();
     plan.set(agent.as_ref(), true).unwrap();
-    agent.followup(dsh_testkit::harness::msg("plan it")).unwrap();
+    agent
+        .followup(dsh_testkit::harness::msg("plan it"))
+        .unwrap();
     person.seen.notified().await;
     agent
         .cancel(AgentCancelCause::User, CancelOptions::default())
         .unwrap();
     agent.when_idle().await;
     // The answer now has nowhere to go.
-    person.outcomes.lock().unwrap().push(answer("plan-review", &[APPROVE], None));
+    person
+        .outcomes
+        .lock()
+        .unwrap()
+        .push(answer("plan-review", &[APPROVE], None));
     let log = lines(&agent.session().events());
     let tail: Vec<&str> = log.iter().rev().take(3).rev().map(String::as_str).collect();
     assert!(tail[0].starts_with("tool/result ERR"), "{log:#?}");
@@ -238,7 +265,9 @@ async fn a_switch_inside_a_turn_waits_for_the_next_step_and_is_narrated() {
     agent.followup(dsh_testkit::harness::msg("work")).unwrap();
     h.probe().wait_for("start c1").await;
     assert_eq!(plan.set(agent.as_ref(), true).unwrap(), SetOutcome::Queued);
-    assert!(!lines(&agent.session().events()).iter().any(|l| l.starts_with("plan/mode")));
+    assert!(!lines(&agent.session().events())
+        .iter()
+        .any(|l| l.starts_with("plan/mode")));
     h.probe().release("c1");
     agent.when_idle().await;
     let log = lines(&agent.session().events());
@@ -253,7 +282,11 @@ async fn a_switch_inside_a_turn_waits_for_the_next_step_and_is_narrated() {
             "request/header change",
         ]
     );
-    assert!(h.adapter().requests()[1].system.as_deref().unwrap().contains(PLAN_POLICY));
+    assert!(h.adapter().requests()[1]
+        .system
+        .as_deref()
+        .unwrap()
+        .contains(PLAN_POLICY));
     let _ = Arc::clone(&plan);
     h.finish().await;
 }

@@ -53,7 +53,10 @@ async fn an_answer_goes_back_to_the_model_as_the_tool_result() {
     let asked = person.asked.lock().unwrap();
     let questions = &asked[0].questions;
     assert_eq!(questions[0].header.as_deref(), Some("Storage"));
-    assert_eq!(questions[0].options[0].description.as_deref(), Some("Shared"));
+    assert_eq!(
+        questions[0].options[0].description.as_deref(),
+        Some("Shared")
+    );
     assert!(!questions[0].multi_select);
     assert!(questions[1].multi_select);
     assert_eq!(asked[0].call_id.as_ref().map(|c| c.as_str()), Some("c1"));

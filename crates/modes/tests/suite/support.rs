@@ -4,7 +4,9 @@
 use dsh_agent::Agent;
 use dsh_kernel::sync::lock;
 use dsh_modes::question::{Answer, AnswerItem, QuestionOutcome, QuestionRequest};
-use dsh_modes::{PlanModePlugin, QuestionProvider, SessionTitlePlugin, UserQuestions, UserQuestionsPlugin};
+use dsh_modes::{
+    PlanModePlugin, QuestionProvider, SessionTitlePlugin, UserQuestions, UserQuestionsPlugin,
+};
 use dsh_session::{EventData, SessionEvent};
 use dsh_testkit::harness::{Harness, HarnessBuilder};
 use dsh_testkit::normalize::outline;

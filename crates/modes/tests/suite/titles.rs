@@ -39,7 +39,11 @@ fn title_lines(h: &Harness) -> Vec<String> {
 }
 
 async fn quiet(h: &Harness) {
-    h.ctx().require::<SessionTitles>().unwrap().when_quiet().await;
+    h.ctx()
+        .require::<SessionTitles>()
+        .unwrap()
+        .when_quiet()
+        .await;
 }
 
 const PROMPT: &str = "Find the flaky test in crates/store and explain why it fails";
@@ -81,7 +85,10 @@ async fn the_first_prompt_is_titled_by_the_model_beside_the_turn() {
     assert_eq!(record.max_tokens, 64);
     assert_eq!(record.message_seqs, [4]);
     for step in h.adapter().requests() {
-        assert!(!step.messages.iter().any(|m| m.text().contains("session title")));
+        assert!(!step
+            .messages
+            .iter()
+            .any(|m| m.text().contains("session title")));
     }
     h.finish().await;
 }
@@ -123,7 +130,12 @@ async fn a_huge_title_is_cut_and_a_huge_prompt_gets_no_model_title() {
     let agent = h.create_agent().await.agent().clone();
     run(&agent, PROMPT).await;
     quiet(&h).await;
-    let title = h.ctx().require::<SessionTitles>().unwrap().get(agent.session()).unwrap();
+    let title = h
+        .ctx()
+        .require::<SessionTitles>()
+        .unwrap()
+        .get(agent.session())
+        .unwrap();
     assert!(title.title.len() <= 80, "{}", title.title.len());
     assert!(title.title.starts_with("long long"));
     h.finish().await;
@@ -136,7 +148,9 @@ async fn a_huge_title_is_cut_and_a_huge_prompt_gets_no_model_title() {
     assert_eq!(titles.calls(), 0);
     let got = title_lines(&h);
     assert_eq!(got.len(), 2, "{got:#?}");
-    assert!(got[0].starts_with(r#"session/title {"title":"Review this: xxxxxxxxxxxxxxxxxxxxxxxxxxx""#));
+    assert!(
+        got[0].starts_with(r#"session/title {"title":"Review this: xxxxxxxxxxxxxxxxxxxxxxxxxxx""#)
+    );
     h.finish().await;
 }
 

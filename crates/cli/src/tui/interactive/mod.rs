@@ -18,6 +18,7 @@
 pub mod commands;
 mod driver;
 mod pending;
+mod questions;
 mod runner;
 pub mod slash;
 mod state;
@@ -30,6 +31,7 @@ pub use driver::{
     SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
+pub use questions::{QuestionSlots, TuiQuestions};
 pub use runner::{agent_lines, session_lines, Runner, TICK_MS};
 pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};

@@ -19,6 +19,8 @@ pub enum SlashCommand {
     Clear,
     /// Summarizes older history into a checkpoint now (idle agent only).
     Compact,
+    /// `/plan` toggles plan mode; `/plan on` and `/plan off` set it.
+    Plan(Option<bool>),
     Quit,
 }
 
@@ -97,6 +99,12 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         },
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
         "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
+        "plan" => match (arg.as_deref(), extra) {
+            (None, _) => Ok(SlashCommand::Plan(None)),
+            (Some("on"), false) => Ok(SlashCommand::Plan(Some(true))),
+            (Some("off"), false) => Ok(SlashCommand::Plan(Some(false))),
+            _ => Err(SlashError::Usage("/plan [on|off]")),
+        },
         "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
         other => Err(SlashError::Unknown(other.to_owned())),
     }
@@ -119,10 +127,12 @@ pub const HELP: &[&str] = &[
     "  /permission [NAME]  show or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
     "  /compact            summarize older history now to free context (agent idle)",
+    "  /plan [on|off]      plan mode: read-only until you approve a plan (Shift-Tab toggles)",
     "  /quit               leave (Ctrl-C twice does too)",
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",
     "  Tab      queue a follow-up for after the current turn",
+    "  Shift-Tab  switch plan mode on or off",
     "  Esc      cancel the running turn or /compact; queued input stays (Enter on an empty",
     "           line sends it)",
     "  Up/Down  recall earlier lines",

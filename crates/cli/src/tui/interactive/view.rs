@@ -25,7 +25,11 @@ impl<'a> LiveView<'a> {
     /// right under the scrollback and the viewport's spare rows stay blank below it.
     fn areas(&self, area: Rect) -> [Rect; 5] {
         let state = self.state;
-        let approval = state.approval().map_or(0, |a| a.height(area.width));
+        let approval = match (state.approval(), state.question()) {
+            (Some(prompt), _) => prompt.height(area.width),
+            (None, Some(card)) => card.height(area.width),
+            (None, None) => 0,
+        };
         let input = state.input().height(area.width);
         let completions = CompletionView::new(state.completions()).height();
         let fixed = approval
@@ -50,7 +54,7 @@ impl<'a> LiveView<'a> {
 
     /// Where the terminal cursor belongs: in the input box, unless a prompt has the keys.
     pub fn cursor(&self, area: Rect) -> Option<Position> {
-        if self.state.approval().is_some() {
+        if self.state.approval().is_some() || self.state.question().is_some() {
             return None;
         }
         let [_, _, input, _, _] = self.areas(area);
@@ -70,6 +74,8 @@ impl Widget for LiveView<'_> {
         }
         if let Some(prompt) = state.approval() {
             prompt.render(approval, buf);
+        } else if let Some(card) = state.question() {
+            card.render(approval, buf);
         }
         InputView::new(state.input(), state.is_running()).render(input, buf);
         CompletionView::new(state.completions()).render(completions, buf);

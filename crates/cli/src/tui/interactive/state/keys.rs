@@ -23,6 +23,10 @@ impl InteractiveState {
             self.approval_key(key, effects);
             return;
         }
+        if !self.questions.is_empty() {
+            self.question_key(key, effects);
+            return;
+        }
         let alt_or_shift = key
             .modifiers
             .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -30,6 +34,7 @@ impl InteractiveState {
             KeyCode::Enter if alt_or_shift => self.input.insert('\n'),
             KeyCode::Char('j') if ctrl => self.input.insert('\n'),
             KeyCode::Enter => self.submit(false, effects),
+            KeyCode::BackTab => effects.push(Effect::SetPlan(None)),
             KeyCode::Tab => match self.commands.complete(self.input.text()) {
                 Some(completed) => self.input.set_text(&completed),
                 None => self.submit(true, effects),
@@ -103,6 +108,7 @@ impl InteractiveState {
 
     pub(super) fn quit(&mut self, effects: &mut Vec<Effect>) {
         self.quitting = true;
+        self.dismiss_questions(effects);
         for asked in self.approvals.drain(..) {
             effects.push(Effect::Answer {
                 ticket: asked.ticket,
@@ -238,6 +244,7 @@ impl InteractiveState {
             SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),
             SlashCommand::Permission(Some(preset)) => effects.push(Effect::SetPermission(preset)),
             SlashCommand::Clear => effects.push(Effect::NewSession),
+            SlashCommand::Plan(on) => effects.push(Effect::SetPlan(on)),
             SlashCommand::Compact => {
                 self.compacting = true;
                 effects.push(Effect::Compact);

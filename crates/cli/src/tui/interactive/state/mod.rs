@@ -7,6 +7,7 @@
 //! see.
 
 mod keys;
+mod questions;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{OpenedHow, OpenedSession};
@@ -57,6 +58,15 @@ pub enum Input {
     ApprovalWithdrawn {
         ticket: u64,
     },
+    /// `ask_user_question` or a plan review waits for the person; `ticket` routes the outcome.
+    QuestionAsked {
+        ticket: u64,
+        request: dsh_modes::question::QuestionRequest,
+    },
+    /// The asker stopped waiting (its turn was cancelled).
+    QuestionWithdrawn {
+        ticket: u64,
+    },
     /// A session is now the one on screen.
     Opened(OpenedSession),
     /// Lines answering a command (`/sessions`, `/model` ...), to print.
@@ -93,6 +103,13 @@ pub enum Effect {
         ticket: u64,
         decision: ApprovalDecision,
     },
+    /// The person answered (or dismissed) a question card.
+    AnswerQuestion {
+        ticket: u64,
+        outcome: dsh_modes::question::QuestionOutcome,
+    },
+    /// `/plan [on|off]` or Shift-Tab: switch plan mode (`None` toggles).
+    SetPlan(Option<bool>),
     ShowModel,
     SetModel(String),
     ListSessions,
@@ -140,6 +157,7 @@ pub struct InteractiveState {
     pending: PendingInput,
     input: InputBox,
     approvals: VecDeque<Asked>,
+    questions: VecDeque<questions::OpenQuestion>,
     /// Lines submitted in this UI, oldest first (Up and Down recall them).
     history: Vec<String>,
     /// The history entry being shown, while browsing.
@@ -169,6 +187,7 @@ impl InteractiveState {
             pending: PendingInput::default(),
             input: InputBox::new(),
             approvals: VecDeque::new(),
+            questions: VecDeque::new(),
             history: Vec::new(),
             recalled: None,
             quit_armed: 0,
@@ -214,7 +233,7 @@ impl InteractiveState {
 
     /// The completions for what is typed (shown under the input).
     pub fn completions(&self) -> Vec<&CommandEntry> {
-        if !self.approvals.is_empty() {
+        if !self.approvals.is_empty() || !self.questions.is_empty() {
             return Vec::new();
         }
         self.commands.completions(self.input.text())
@@ -245,6 +264,8 @@ impl InteractiveState {
             Some("press Ctrl-C again to quit")
         } else if !self.approvals.is_empty() {
             Some("waiting for your approval")
+        } else if !self.questions.is_empty() {
+            Some("waiting for your answer")
         } else if self.compacting {
             Some("compacting history (Esc cancels)")
         } else {
@@ -262,7 +283,7 @@ impl InteractiveState {
         match input {
             Input::Key(key) => self.key(key, &mut effects),
             Input::Paste(text) => {
-                if self.approvals.is_empty() {
+                if self.approvals.is_empty() && self.questions.is_empty() {
                     self.input
                         .insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
                 }
@@ -299,6 +320,10 @@ impl InteractiveState {
                 });
             }
             Input::ApprovalWithdrawn { ticket } => self.approvals.retain(|a| a.ticket != ticket),
+            Input::QuestionAsked { ticket, request } => {
+                self.question_asked(ticket, request, &mut effects);
+            }
+            Input::QuestionWithdrawn { ticket } => self.question_withdrawn(ticket),
             Input::Opened(opened) => self.open(opened, &mut effects),
             Input::Notice(lines) => {
                 let lines = lines
@@ -350,6 +375,7 @@ impl InteractiveState {
                 decision: ApprovalDecision::Deny { feedback: None },
             });
         }
+        self.dismiss_questions(effects);
         self.flush(effects);
         let mut transcript = Transcript::new();
         transcript.set_route(
