@@ -272,6 +272,8 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "job_output",
             "job_list",
             "job_kill",
+            "ask_user_question",
+            "exit_plan_mode",
             "skill",
             "subagent",
             "subagent_fork",
@@ -453,7 +455,10 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "subagent/descriptor",
             "hook/invoked",
             "hook/result",
-            "skills/catalog"
+            "skills/catalog",
+            "plan/mode",
+            "session/title",
+            "session/title-llm-request"
         ]
     );
     for name in declared {
@@ -466,6 +471,8 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "dsh_hooks::"
         } else if name.starts_with("skills/") {
             "dsh_skills::"
+        } else if name.starts_with("plan/") || name.starts_with("session/title") {
+            "dsh_modes::"
         } else {
             "dsh_tools_builtin::"
         };

@@ -522,8 +522,8 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
     // The row is wider than the 90-column pane, so its title wraps.
     let rows = lines_from(&listed, "sessions (/resume ID continues one):", 3);
     assert!(rows[1].contains(&first_id), "{listed}");
-    assert!(rows[1].ends_with("1 turn  first"), "{listed}");
-    assert_eq!(rows[2], "question");
+    assert!(rows[1].ends_with("1 turn  Mock"), "{listed}");
+    assert_eq!(rows[2], "session title");
     // The resumed history is printed again, then the new turn follows it.
     assert_eq!(
         lines_from(&resumed, &format!("resumed session {first_id}"), 11),

@@ -37,7 +37,7 @@ pub const DEFAULT_TITLE: &str = "Mock session title";
 const TITLE_SYSTEM_PROMPT: &str = "Create a concise title for an AI coding-assistant session";
 
 /// Whether `body` is dsh's session-title side request: no tools, and the title system prompt.
-fn is_title_request(body: &Value) -> bool {
+pub fn is_title_request(body: &Value) -> bool {
     let no_tools = body
         .get("tools")
         .and_then(Value::as_array)

@@ -178,6 +178,17 @@ mod tests {
     }
 
     #[test]
+    fn plan_toggles_or_sets() {
+        assert_eq!(command("/plan"), Ok(SlashCommand::Plan(None)));
+        assert_eq!(command("/plan on"), Ok(SlashCommand::Plan(Some(true))));
+        assert_eq!(command("/plan off"), Ok(SlashCommand::Plan(Some(false))));
+        assert_eq!(
+            command("/plan maybe"),
+            Err(SlashError::Usage("/plan [on|off]"))
+        );
+    }
+
+    #[test]
     fn commands_parse_with_their_arguments() {
         assert_eq!(command("/help"), Ok(SlashCommand::Help));
         assert_eq!(command(" /model "), Ok(SlashCommand::Model(None)));
