@@ -124,7 +124,7 @@ async fn an_approved_plan_leaves_plan_mode_silently_and_the_turn_goes_on() {
             "turn/end 1 completed",
         ]
     );
-    let asked = person.asked.lock().unwrap();
+    let asked = person.asked.lock().unwrap().clone();
     let question = &asked[0].questions[0];
     assert_eq!(question.id, "plan-review");
     assert_eq!(
@@ -141,7 +141,6 @@ async fn an_approved_plan_leaves_plan_mode_silently_and_the_turn_goes_on() {
     let requests = h.adapter().requests();
     assert!(requests[0].system.as_deref().unwrap().contains(PLAN_POLICY));
     assert!(!requests[1].system.as_deref().unwrap().contains(PLAN_POLICY));
-    drop(asked);
     h.finish().await;
 }
 

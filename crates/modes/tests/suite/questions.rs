@@ -50,7 +50,7 @@ async fn an_answer_goes_back_to_the_model_as_the_tool_result() {
             "turn/end 1 completed",
         ]
     );
-    let asked = person.asked.lock().unwrap();
+    let asked = person.asked.lock().unwrap().clone();
     let questions = &asked[0].questions;
     assert_eq!(questions[0].header.as_deref(), Some("Storage"));
     assert_eq!(
@@ -60,7 +60,6 @@ async fn an_answer_goes_back_to_the_model_as_the_tool_result() {
     assert!(!questions[0].multi_select);
     assert!(questions[1].multi_select);
     assert_eq!(asked[0].call_id.as_ref().map(|c| c.as_str()), Some("c1"));
-    drop(asked);
     h.finish().await;
 }
 
