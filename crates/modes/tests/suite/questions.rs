@@ -113,7 +113,8 @@ async fn headless_it_fails_closed_and_the_model_carries_on() {
 #[tokio::test]
 async fn a_child_agent_never_asks_the_person() {
     let h = mount(script(ASK), None);
-    let person = ScriptedPerson::install(&h, vec![]);
+    // Were the child let through, the person would dismiss the question.
+    let person = ScriptedPerson::install(&h, vec![dsh_modes::question::QuestionOutcome::Dismissed]);
     let child = h
         .create_agent_with(CreateAgentOptions {
             session_id: Some(SessionId::from("child-1")),
