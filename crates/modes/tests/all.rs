@@ -1,4 +1,5 @@
-//! The integration tests of dsh-modes, one binary.
+//! Integration tests of dsh-modes: one binary, suites under `suite/`.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod suite;

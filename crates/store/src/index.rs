@@ -40,7 +40,8 @@ pub struct SessionSummary {
     pub id: String,
     /// The workspace the session ran in.
     pub cwd: Option<String>,
-    /// The first prompt a person typed, cut to a couple of hundred characters.
+    /// The session's latest `session/title` (a model title, a rename), else the first prompt a
+    /// person typed; cut to a couple of hundred characters.
     pub title: Option<String>,
     pub created_at: u64,
     /// Time of the last stored event (epoch ms); the creation time for an empty log.
@@ -91,6 +92,17 @@ impl SessionSummary {
                     .and_then(Value::as_str)
                     .map(str::to_owned);
             }
+            // The latest `session/title` wins over everything (a model title, a rename).
+            Some("session/title") => {
+                if let Some(title) = data
+                    .and_then(|d| d.get("title"))
+                    .and_then(Value::as_str)
+                    .map(|t| t.chars().take(TITLE_MAX_CHARS).collect::<String>())
+                    .filter(|t| !t.trim().is_empty())
+                {
+                    self.title = Some(title);
+                }
+            }
             Some("user/message") if self.title.is_none() => {
                 let typed_by_user = data
                     .and_then(|d| d.pointer("/source/kind"))
@@ -111,6 +123,12 @@ impl SessionSummary {
     pub fn apply_event(&mut self, event: &SessionEvent) {
         match &event.data {
             EventData::TurnStart(_) | EventData::TurnEnd(_) | EventData::UserMessage(_) => {
+                match serde_json::to_value(event) {
+                    Ok(value) => self.apply(&value),
+                    Err(_) => self.count(event.time),
+                }
+            }
+            EventData::Other { type_name, .. } if type_name == "session/title" => {
                 match serde_json::to_value(event) {
                     Ok(value) => self.apply(&value),
                     Err(_) => self.count(event.time),
@@ -634,6 +652,32 @@ mod tests {
                 ..SessionSummary::default()
             }
         );
+    }
+
+    #[test]
+    fn the_latest_session_title_wins_over_the_first_prompt() {
+        let mut summary = SessionSummary::from_header(&LogHeader::new("s", 5));
+        let title = |seq: u64, title: &str, kind: &str| {
+            json!({"type": "session/title", "seq": seq, "time": 6, "data": {"title": title,
+                   "messageSeqs": [], "source": {"kind": kind}}})
+        };
+        for event in [
+            json!({"type": "user/message", "seq": 0, "time": 6, "data": {"role": "user",
+                   "source": {"kind": "user"}, "content": [{"type": "text", "text": "Fix the bug in the parser now"}]}}),
+            title(1, "Fix the bug in", "fallback"),
+            title(2, "Parser bug fix", "provider"),
+            title(3, "  ", "user"),
+        ] {
+            summary.apply(&event);
+        }
+        assert_eq!(summary.title.as_deref(), Some("Parser bug fix"));
+        summary.apply(&title(4, "Pinned by hand", "user"));
+        assert_eq!(summary.title.as_deref(), Some("Pinned by hand"));
+        // The typed path converts the record too.
+        let mut typed = SessionSummary::from_header(&LogHeader::new("s", 5));
+        let event = SessionEvent::from_value(&title(0, "Typed title", "user")).unwrap();
+        typed.apply_event(&event);
+        assert_eq!(typed.title.as_deref(), Some("Typed title"));
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub fn plugin_table() -> PluginTable {
         .with::<dsh_memory::MemoryPlugin>()
         .with::<dsh_modes::goal::GoalPlugin>()
         .with::<dsh_modes::guard::RepeatToolReminderPlugin>()
+        .with::<dsh_modes::UserQuestionsPlugin>()
+        .with::<dsh_modes::PlanModePlugin>()
+        .with::<dsh_modes::SessionTitlePlugin>()
 }
 
 /// Every plugin-declared session event type the `dsh` binary links, one batch per owning
@@ -51,6 +54,7 @@ pub static EVENT_TYPES: &[&[EventDeclaration]] = &[
     dsh_hooks::EVENT_TYPES,
     dsh_skills::EVENT_TYPES,
     dsh_modes::goal::EVENT_TYPES,
+    dsh_modes::EVENT_TYPES,
 ];
 
 /// Adds [`EVENT_TYPES`] to this process's session vocabulary, and the invariant companions

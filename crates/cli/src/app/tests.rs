@@ -272,6 +272,8 @@ async fn boot_mounts_every_row_and_creates_an_agent_with_its_tool_env() {
             "job_output",
             "job_list",
             "job_kill",
+            "ask_user_question",
+            "exit_plan_mode",
             "skill",
             "session_search",
             "session_event_search",
@@ -463,7 +465,10 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "hook/invoked",
             "hook/result",
             "skills/catalog",
-            "goal/change"
+            "goal/change",
+            "plan/mode",
+            "session/title",
+            "session/title-llm-request"
         ]
     );
     for name in declared {
@@ -476,7 +481,10 @@ fn the_binary_registers_the_event_types_of_every_crate_it_links() {
             "dsh_hooks::"
         } else if name.starts_with("skills/") {
             "dsh_skills::"
-        } else if name.starts_with("goal/") {
+        } else if name.starts_with("goal/")
+            || name.starts_with("plan/")
+            || name.starts_with("session/title")
+        {
             "dsh_modes::"
         } else {
             "dsh_tools_builtin::"

@@ -138,6 +138,8 @@ async fn interactive(
         let _ = sender.send(Input::Notice(hook_notices));
     }
     let driver = Arc::new(AppDriver::new(runtime.clone(), sender.clone()));
+    // Questions from the model (and plan reviews) come to this UI while it runs.
+    let questions = super::plan_ui::register_questions(&runtime, &driver.questions, &sender);
     let first = match stored {
         None => Ok(driver.opened_new()),
         Some(id) => driver.open_stored(id).await.map_err(anyhow::Error::from),
@@ -151,6 +153,7 @@ async fn interactive(
     if let Some(approvals) = &approvals {
         approvals.set_answerer(None);
     }
+    drop(questions);
     drop(driver);
     shutdown(runtime);
     result?;
@@ -218,6 +221,8 @@ pub struct AppDriver {
     window: Mutex<Option<ModelWindow>>,
     /// Stops the running `!command`, if one runs.
     shell_cancel: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// Where question cards (`ask_user_question`, the plan review) are answered.
+    questions: crate::tui::interactive::QuestionSlots,
 }
 
 /// What the model runtime says about one route's model window.
@@ -243,6 +248,7 @@ impl AppDriver {
             }),
             window: Mutex::new(None),
             shell_cancel: Mutex::new(None),
+            questions: crate::tui::interactive::QuestionSlots::new(),
         }
     }
 
@@ -878,6 +884,17 @@ impl AgentDriver for AppDriver {
 
     fn rewind(&self) -> BoxFuture<'_, Result<(OpenedSession, String), DriverError>> {
         Box::pin(self.rewind_session())
+    }
+
+    fn set_plan(&self, on: Option<bool>) -> BoxFuture<'_, Result<String, DriverError>> {
+        Box::pin(async move {
+            let agent = self.agent().await?;
+            super::plan_ui::set_plan(&self.runtime, agent.as_ref(), on)
+        })
+    }
+
+    fn question_slots(&self) -> Option<crate::tui::interactive::QuestionSlots> {
+        Some(self.questions.clone())
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -19,6 +19,8 @@ mod config;
 mod interactive;
 mod mcp;
 mod memory;
+mod plan_ui;
+mod rename;
 mod repair;
 mod run;
 mod run_goal;
@@ -246,6 +248,10 @@ pub struct RunArgs {
     /// Continue the most recent session of this workspace
     #[arg(long = "continue")]
     pub continue_: bool,
+    /// Plan only: run the turn in plan mode (read-only; writes and non-read-only commands are
+    /// refused) and print the plan the model presents with exit_plan_mode
+    #[arg(long)]
+    pub plan: bool,
     /// Stop the turn before model request N+1 (the turn ends blocked, exit 1)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turns: Option<u64>,
@@ -329,6 +335,13 @@ pub enum SessionsCommand {
     Compact {
         /// Session id or unique prefix
         id: String,
+    },
+    /// Give a stored session a title of your own; it is pinned (no automatic title replaces it)
+    Rename {
+        /// Session id or unique prefix
+        id: String,
+        /// The new title
+        title: String,
     },
     /// Write a session as one portable JSON Lines file (header, then every event)
     Export {

@@ -194,6 +194,17 @@ async fn drive(
             output.note(&format!("dsh: skills: {notice}"));
         }
     }
+    // Plan mode first, so the prompt's turn already runs in it.
+    let plan_from = match start_plan_mode(runtime, &handle, args.plan) {
+        Ok(from) => from,
+        Err(error) => {
+            handle.dispose().await;
+            subscription.dispose();
+            children.iter().for_each(Disposer::dispose);
+            return Err(error);
+        }
+    };
+    let session = handle.agent().session().clone();
     let has_prompt = prompt.is_some();
     // The person's prompt first: a continued goal's next round waits for it.
     let sent = match prompt {
@@ -240,12 +251,20 @@ async fn drive(
         output.note(&line);
         status
     });
+    let presented = plan_from.map(|from| presented_plan(&session, from));
+    if let Some(Some(plan)) = &presented {
+        output.plan(plan);
+    }
     output.finish(id.as_str(), cap);
-    let status = match (stop, goal_status) {
+    let mut status = match (stop, goal_status) {
         (Some(stop), _) => stop.drained_status_after(output.outcome().as_ref()),
         (None, Some(status)) => status,
         (None, None) => exit_status(output.outcome().as_ref()),
     };
+    if presented == Some(None) && !args.json {
+        stderr_line("dsh: no plan: the model did not present one with exit_plan_mode");
+        status = status.max(exit::FAILURE);
+    }
     // After SIGHUP the terminal is gone and writing to it fails: that is not news.
     let failure = output
         .stdout_failure()
@@ -262,6 +281,44 @@ async fn drive(
         }
     }
     Ok(status)
+}
+
+/// `dsh run --plan`: switches the session to plan mode before the prompt is sent. Returns the
+/// log position from which a presented plan counts (`None` without `--plan`).
+fn start_plan_mode(
+    runtime: &Runtime,
+    handle: &AgentHandle,
+    plan: bool,
+) -> anyhow::Result<Option<u64>> {
+    if !plan {
+        return Ok(None);
+    }
+    let modes = runtime
+        .ctx()
+        .get::<dsh_modes::PlanMode>()
+        .ok_or(AppError::MissingPart {
+            service: "plan mode",
+            row: crate::config::PLAN_MODE_ROW,
+        })?;
+    let from = handle.agent().session().len();
+    modes
+        .set(handle.agent().as_ref(), true)
+        .map_err(|e| anyhow::anyhow!("cannot switch the session to plan mode: {e}"))?;
+    Ok(Some(from))
+}
+
+/// The last plan presented with `exit_plan_mode` at or after `from`.
+fn presented_plan(session: &dsh_session::Session, from: u64) -> Option<String> {
+    session.events_from(from).iter().rev().find_map(|event| {
+        let dsh_session::EventData::ToolCall(call) = &event.data else {
+            return None;
+        };
+        if call.name != dsh_modes::plan::EXIT_PLAN_MODE {
+            return None;
+        }
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+        args.get("plan")?.as_str().map(str::to_owned)
+    })
 }
 
 /// A signal that stops the run.

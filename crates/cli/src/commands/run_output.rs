@@ -243,6 +243,20 @@ impl RunOutput {
         self.state().note(text);
     }
 
+    /// The plan a `dsh run --plan` turn presented: on stdout after the answer (a `plan` line
+    /// in JSON mode).
+    pub fn plan(&self, plan: &str) {
+        let mut state = self.state();
+        if self.json {
+            state.json_line(&json!({"type": "plan", "plan": plan}));
+            return;
+        }
+        state.end_partial_line();
+        let text = for_terminal(plan, state.out_terminal).into_owned();
+        state.answer(&text);
+        state.end_partial_line();
+    }
+
     /// The last line: the `result` object, or the outcome and session id on stderr.
     pub fn finish(&self, session_id: &str, stopped_by_cap: Option<u64>) {
         let mut state = self.state();

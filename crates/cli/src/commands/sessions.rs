@@ -93,6 +93,7 @@ pub(super) fn sessions(
         SessionsCommand::Export { id, output } => export(&store, id, output.as_deref(), out),
         // Boots a runtime (it calls a model), unlike the store-only commands.
         SessionsCommand::Compact { id } => super::compact::compact(global, id, env, out),
+        SessionsCommand::Rename { id, title } => super::rename::rename(global, id, title, env, out),
     }
 }
 

@@ -53,6 +53,12 @@ pub const SUBAGENTS_ROW: &str = "subagents";
 pub const GOAL_ROW: &str = "goal";
 /// Row id of the repeat-tool-call reminder.
 pub const REPEAT_TOOL_REMINDER_ROW: &str = "repeat-tool-reminder";
+/// Row id of the user-questions service and `ask_user_question`.
+pub const USER_QUESTIONS_ROW: &str = "user-questions";
+/// Row id of plan mode (`plan:policy`, the refusal guard, `exit_plan_mode`).
+pub const PLAN_MODE_ROW: &str = "plan-mode";
+/// Row id of session titles (fallback, model title, renames).
+pub const SESSION_TITLE_ROW: &str = "session-title";
 
 /// Row id of the compaction engine (token meter, automatic and manual compaction, pruner).
 pub const COMPACTION_ROW: &str = "compaction";
@@ -110,6 +116,11 @@ pub fn default_composition() -> Composition {
             null(JOBS_ROW, dsh_jobs::JobsPlugin::NAME),
             // After approval: its pre-execute listener runs the hooks as its inner layer.
             null(HOOKS_ROW, dsh_hooks::HooksPlugin::NAME),
+            null(USER_QUESTIONS_ROW, dsh_modes::UserQuestionsPlugin::NAME),
+            // After approval: plan mode's refusal is its inner pre-execute layer, so it wins
+            // over an allow and nobody is asked about a call plan mode refuses.
+            null(PLAN_MODE_ROW, dsh_modes::PlanModePlugin::NAME),
+            null(SESSION_TITLE_ROW, dsh_modes::SessionTitlePlugin::NAME),
             null(SKILLS_ROW, dsh_skills::SkillsPlugin::NAME),
             null(MCP_ROW, dsh_mcp::McpPlugin::NAME),
             // After approval: its `remember` gate is inner to the approval listener.

@@ -21,6 +21,7 @@ pub mod interactive;
 mod lines;
 pub mod markdown;
 pub mod picker;
+mod question_card;
 mod text;
 pub mod theme;
 mod transcript;
@@ -31,6 +32,7 @@ pub use approval::{ApprovalChoice, ApprovalPrompt, EscalationLine};
 pub use context::ContextFill;
 pub use input::{InputBox, InputView};
 pub use lines::{assistant_lines, entry_lines, transcript_lines, Detail, RESULT_PREVIEW_LINES};
+pub use question_card::{CardKey, CardStep, QuestionCard};
 pub use text::{args_summary, compact_count, percent};
 pub use transcript::{
     child_transcript_lines, live_child_lines, LiveChild, Settlement, SubagentCard, SubagentEvent,

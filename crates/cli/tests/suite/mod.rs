@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_config;
 mod mcp_list;
 mod memory;
+mod modes;
 mod run;
 mod run_support;
 mod sdk;

@@ -21,9 +21,10 @@ fn from_prompt(events: &[Arc<SessionEvent>]) -> Vec<String> {
         .iter()
         .position(|line| line.starts_with("user: "))
         .unwrap_or_else(|| panic!("no prompt in {lines:#?}"));
+    // Session titles are log-only and land beside the stream (suite::modes tests them).
     lines[at..]
         .iter()
-        .filter(|line| !line.starts_with("request/"))
+        .filter(|line| !line.starts_with("request/") && !line.starts_with("session/title"))
         .cloned()
         .collect()
 }
@@ -400,7 +401,7 @@ async fn session_listings_and_transcripts_show_no_escape_sequences() {
         );
     }
     assert!(
-        text(&list.stdout).contains("  hello"),
+        text(&list.stdout).contains(dsh_testkit::mock_llm::DEFAULT_TITLE),
         "{}",
         text(&list.stdout)
     );
@@ -409,12 +410,19 @@ async fn session_listings_and_transcripts_show_no_escape_sequences() {
         "{}",
         text(&show.stdout)
     );
-    // The JSON forms are exact.
+    // The JSON forms are exact: the listing's title is the model's (the mock's title reply),
+    // and the log keeps the prompt's escapes as they were.
     let json = sandbox.dsh(&["sessions", "list", "--json"]).await;
     assert!(
-        text(&json.stdout).contains("\\u001b]0;PWNED"),
+        text(&json.stdout).contains(dsh_testkit::mock_llm::DEFAULT_TITLE),
         "{}",
         text(&json.stdout)
+    );
+    let raw = sandbox.dsh(&["sessions", "show", &id, "--json"]).await;
+    assert!(
+        text(&raw.stdout).contains("\\u001b]0;PWNED"),
+        "{}",
+        text(&raw.stdout)
     );
     server.shutdown().await;
 }

@@ -560,7 +560,7 @@ async fn clear_lists_and_resumes_in_a_real_terminal() {
     // The picker lists the session with its title, age, turns, last outcome and id.
     let row = listed
         .lines()
-        .find(|l| l.starts_with("›   first question"))
+        .find(|l| l.starts_with("›   Mock session title"))
         .unwrap_or_else(|| panic!("no row in:\n{listed}"));
     let short = &first_id["session-".len().."session-".len() + 8];
     assert!(

@@ -1,3 +1,7 @@
 mod goal;
 mod guard;
+mod plan;
+mod plan_support;
+mod questions;
 mod support;
+mod titles;

@@ -73,6 +73,6 @@ pub use faults::{ENDLESS_DELTA, ENDLESS_LINE_START, MALFORMED_PAYLOAD};
 pub use script::{
     CacheField, Fault, IndexBy, Reply, Rule, RuleMatch, Script, ToolCallSpec, UsageSpec,
 };
-pub use select::Served;
+pub use select::{is_title_request, Served, DEFAULT_TITLE};
 pub use server::{MockOptions, MockServer, RecordedRequest, DEFAULT_MODELS};
 pub use sse::{default_call_id, python_style_json, split_chars, wire_arguments, CREATED};

@@ -16,6 +16,10 @@ pub enum Served {
     Response { index: usize },
     /// The script had no response at `index`; answered with HTTP 500.
     Exhausted { index: usize },
+    /// A session-title side request no rule answered: the built-in title reply
+    /// ([`DEFAULT_TITLE`]). Kept out of [`MockServer::requests`](super::MockServer::requests)
+    /// and of the response order, so scripts written for the conversation are unaffected.
+    Title,
     /// The model list.
     Models,
     /// The request body was not a JSON object; answered with HTTP 400.
@@ -24,6 +28,27 @@ pub enum Served {
     NotFound,
     /// Known path, wrong method; answered with HTTP 405.
     MethodNotAllowed,
+}
+
+/// What the built-in rule answers a session-title request with.
+pub const DEFAULT_TITLE: &str = "Mock session title";
+
+/// The opening of dsh's title system prompt (`dsh_modes::title::request::system_prompt`).
+const TITLE_SYSTEM_PROMPT: &str = "Create a concise title for an AI coding-assistant session";
+
+/// Whether `body` is dsh's session-title side request: no tools, and the title system prompt.
+pub fn is_title_request(body: &Value) -> bool {
+    let no_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    no_tools
+        && body
+            .get("messages")
+            .and_then(Value::as_array)
+            .and_then(|messages| messages.first())
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+            .is_some_and(|m| message_text(m).starts_with(TITLE_SYSTEM_PROMPT))
 }
 
 /// The outcome of selection: what to record and what to send.
@@ -59,6 +84,12 @@ impl Cursor {
             return Selection {
                 served: Served::Rule { index },
                 reply: Some(rule.response.clone()),
+            };
+        }
+        if is_title_request(body) {
+            return Selection {
+                served: Served::Title,
+                reply: Some(Reply::text(DEFAULT_TITLE)),
             };
         }
         let index = match script.index_by {

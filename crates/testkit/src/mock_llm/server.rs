@@ -101,6 +101,8 @@ struct Shared {
 struct State {
     cursor: Cursor,
     requests: Vec<RecordedRequest>,
+    /// Session-title side requests the built-in rule answered ([`Served::Title`]).
+    titles: Vec<RecordedRequest>,
 }
 
 impl Shared {
@@ -159,6 +161,12 @@ impl MockServer {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.state().requests.clone()
+    }
+
+    /// The session-title side requests answered by the built-in title reply, in arrival
+    /// order (they are not in [`requests`](Self::requests)).
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        self.shared.state().titles.clone()
     }
 
     /// Waits until at least `count` requests have arrived, then returns all of them.
@@ -356,7 +364,11 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
     if let Some(sink) = &shared.sink {
         let _ = sink.send(recorded.clone());
     }
-    state.requests.push(recorded);
+    if recorded.served == Served::Title {
+        state.titles.push(recorded);
+    } else {
+        state.requests.push(recorded);
+    }
     drop(state);
     shared.arrived.notify_waiters();
     (plan, delay)

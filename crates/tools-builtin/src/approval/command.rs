@@ -199,7 +199,7 @@ const WRITING_OPTIONS: &[(&str, &[&str])] = &[
 
 /// Whether `command` is one of [`READ_ONLY_COMMANDS`], without an option that writes or runs
 /// something else.
-pub(crate) fn is_read_only_command(command: &str) -> bool {
+pub fn is_read_only_command(command: &str) -> bool {
     let Some(words) = simple_words(command) else {
         return false;
     };

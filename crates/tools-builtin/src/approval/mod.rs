@@ -30,7 +30,7 @@ mod verdict;
 use dsh_protocol::{CallId, SessionId};
 use futures_util::future::BoxFuture;
 
-pub use command::READ_ONLY_COMMANDS;
+pub use command::{is_read_only_command, READ_ONLY_COMMANDS};
 pub use controller::{ApprovalSettings, Approvals};
 pub use events::{
     close_pending_approvals, fold_session_grants, fold_session_safety, log_session_safety,

@@ -193,6 +193,19 @@ pub trait AgentDriver: Send + Sync {
     /// model for a summary, which takes a while); the outcome arrives later as
     /// [`Input::Compacted`]. An error means it did not start.
     fn compact(&self) -> Result<(), DriverError>;
+    /// Switches plan mode of the session on screen (`None` toggles); returns the note to
+    /// show. The default: this application has no plan mode.
+    fn set_plan(&self, _on: Option<bool>) -> BoxFuture<'_, Result<String, DriverError>> {
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "plan mode is not available here".into(),
+            ))
+        })
+    }
+    /// Where question cards are answered, when the application asks the person questions.
+    fn question_slots(&self) -> Option<super::QuestionSlots> {
+        None
+    }
     /// Stops work and makes everything durable; the UI exits afterwards.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     /// The prompt-history file (`$DSH_HOME/history.jsonl`); `None` keeps history in memory.

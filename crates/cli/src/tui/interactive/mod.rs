@@ -22,6 +22,7 @@ mod notes;
 mod goal_line;
 mod pending;
 pub mod pickers;
+mod questions;
 mod runner;
 pub mod slash;
 mod state;
@@ -35,6 +36,7 @@ pub use driver::{
     OpenedSession, SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
+pub use questions::{QuestionSlots, TuiQuestions};
 pub use runner::{agent_lines, Runner, TICK_MS};
 pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};

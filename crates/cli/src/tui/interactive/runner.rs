@@ -104,6 +104,11 @@ where
             for ticket in self.answers.take_withdrawn() {
                 inputs.push_back(Input::ApprovalWithdrawn { ticket });
             }
+            if let Some(slots) = self.driver.question_slots() {
+                for ticket in slots.take_withdrawn() {
+                    inputs.push_back(Input::QuestionWithdrawn { ticket });
+                }
+            }
         }
         while let Some(input) = inputs.pop_front() {
             if matches!(input, Input::Session { .. } | Input::Opened(_)) {
@@ -241,6 +246,16 @@ where
                 self.answers.answer(ticket, decision);
                 return Ok(());
             }
+            Effect::AnswerQuestion { ticket, outcome } => {
+                if let Some(slots) = driver.question_slots() {
+                    slots.answer(ticket, outcome);
+                }
+                return Ok(());
+            }
+            Effect::SetPlan(on) => driver
+                .set_plan(on)
+                .await
+                .map(|note| Some(Input::Notice(vec![note]))),
             Effect::Steer(text) => driver.steer(&text).await.map(|()| None),
             Effect::FollowUp(text) => driver.follow_up(&text).await.map(|()| None),
             Effect::Cancel => driver.cancel().map(|()| None),

@@ -23,6 +23,8 @@ pub enum SlashCommand {
     Compact,
     /// `/goal [<objective>|clear|edit <objective>|pause|resume]`, its raw arguments.
     Goal(String),
+    /// `/plan` toggles plan mode; `/plan on` and `/plan off` set it.
+    Plan(Option<bool>),
     Quit,
 }
 
@@ -108,6 +110,12 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
         "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
         "goal" => Ok(SlashCommand::Goal(command[name.len()..].trim().to_owned())),
+        "plan" => match (arg.as_deref(), extra) {
+            (None, _) => Ok(SlashCommand::Plan(None)),
+            (Some("on"), false) => Ok(SlashCommand::Plan(Some(true))),
+            (Some("off"), false) => Ok(SlashCommand::Plan(Some(false))),
+            _ => Err(SlashError::Usage("/plan [on|off]")),
+        },
         "quit" | "exit" => no_args(SlashCommand::Quit, "/quit"),
         other => Err(SlashError::Unknown(other.to_owned())),
     }
@@ -131,10 +139,12 @@ pub const HELP: &[&str] = &[
     "  /clear              start a new session",
     "  /compact            summarize older history now to free context (agent idle)",
     "  /goal [OBJECTIVE|pause|resume|clear|edit TEXT]  work toward OBJECTIVE round after round",
+    "  /plan [on|off]      plan mode: read-only until you approve a plan (Shift-Tab toggles)",
     "  /quit               leave (Ctrl-C twice does too)",
     "keys:",
     "  Enter    send; while the agent works, steer it (read at its next step)",
     "  Tab      queue a follow-up for after the current turn",
+    "  Shift-Tab  switch plan mode on or off",
     "  Esc      cancel the running turn or /compact; queued input stays (Enter on an empty",
     "           line sends it)",
     "  Up/Down  move between lines; on the first/last line, recall earlier prompts",
@@ -159,6 +169,17 @@ mod tests {
             Submitted::Command(command) => command,
             Submitted::Prompt(text) => Err(SlashError::Unknown(format!("prompt {text}"))),
         }
+    }
+
+    #[test]
+    fn plan_toggles_or_sets() {
+        assert_eq!(command("/plan"), Ok(SlashCommand::Plan(None)));
+        assert_eq!(command("/plan on"), Ok(SlashCommand::Plan(Some(true))));
+        assert_eq!(command("/plan off"), Ok(SlashCommand::Plan(Some(false))));
+        assert_eq!(
+            command("/plan maybe"),
+            Err(SlashError::Usage("/plan [on|off]"))
+        );
     }
 
     #[test]

@@ -43,7 +43,11 @@ impl<'a> LiveView<'a> {
     fn areas(&self, area: Rect) -> [Rect; 6] {
         let state = self.state;
         let goal = GoalLineView::new(state.goal_line()).height();
-        let approval = state.approval().map_or(0, |a| a.height(area.width));
+        let approval = match (state.approval(), state.question()) {
+            (Some(prompt), _) => prompt.height(area.width),
+            (None, Some(card)) => card.height(area.width),
+            (None, None) => 0,
+        };
         let input = state.input().height(area.width);
         // What shows below the input (a picker) gives way before the input and status do.
         let completions = Below::of(state).height().min(
@@ -74,7 +78,7 @@ impl<'a> LiveView<'a> {
 
     /// Where the terminal cursor belongs: in the input box, unless a prompt has the keys.
     pub fn cursor(&self, area: Rect) -> Option<Position> {
-        if self.state.approval().is_some() {
+        if self.state.approval().is_some() || self.state.question().is_some() {
             return None;
         }
         let [_, _, _, input, _, _] = self.areas(area);
@@ -94,6 +98,8 @@ impl Widget for LiveView<'_> {
         }
         if let Some(prompt) = state.approval() {
             prompt.render(approval, buf);
+        } else if let Some(card) = state.question() {
+            card.render(approval, buf);
         }
         GoalLineView::new(state.goal_line()).render(goal, buf);
         InputView::new(state.input(), state.is_running()).render(input, buf);

@@ -268,7 +268,8 @@ pub fn is_summary_request(request: &RecordedRequest) -> bool {
 pub fn step_requests(requests: &[RecordedRequest]) -> Vec<RecordedRequest> {
     requests
         .iter()
-        .filter(|r| !is_summary_request(r))
+        // A title side request a catch-all rule answered is not a step either.
+        .filter(|r| !is_summary_request(r) && !dsh_testkit::mock_llm::is_title_request(&r.body))
         .cloned()
         .collect()
 }
@@ -306,11 +307,22 @@ pub fn requests_durable(
     // Where the process printed each attempt's first chunk: everything it appended before
     // that (events the request body does not show, such as `request/context`, included)
     // was flushed before the request left.
+    // Session titles are the exception: their records are appended beside the request by
+    // the title task, so the flush before the request need not cover them (they are never
+    // part of what the model is asked).
+    let is_title = |e: &SessionEvent| e.type_name().starts_with("session/title");
     let printed_events = printed.events();
     let printed_starts: Vec<usize> = attempt_starts(&printed_events)
         .into_iter()
-        .map(|i| usize::try_from(printed_events[i].seq).unwrap())
-        .filter(|&at| at >= from)
+        .filter(|&i| usize::try_from(printed_events[i].seq).unwrap() >= from)
+        .map(|i| {
+            // One past the last event before the chunk that must be durable.
+            printed_events[..i]
+                .iter()
+                .rev()
+                .find(|e| !is_title(e))
+                .map_or(0, |e| usize::try_from(e.seq).unwrap() + 1)
+        })
         .collect();
     if requests.len() > starts.len() + 1 {
         return Err(format!(
@@ -327,8 +339,8 @@ pub fn requests_durable(
         if let Some(&appended) = printed_starts.get(k) {
             if events.len() < appended {
                 return Err(format!(
-                    "request {k} was served after the process had appended {appended} events, \
-                     but only {} are stored",
+                    "request {k} was served after the process had appended {appended} events \
+                     (titles aside), but only {} are stored",
                     events.len()
                 ));
             }
@@ -359,10 +371,17 @@ pub fn attempt_starts(events: &[Arc<SessionEvent>]) -> Vec<usize> {
         EventData::AssistantChunk(c) => Some(matches!(c.chunk, StreamChunk::Finish { .. })),
         _ => None,
     };
+    // Log-only plugin records (a session title finishing beside the stream) may land
+    // between two chunks of one attempt; they do not start a new one.
+    let previous_chunk = |i: usize| {
+        events[..i]
+            .iter()
+            .rev()
+            .find(|e| !matches!(e.data, EventData::Other { .. }))
+            .and_then(|e| chunk(e))
+    };
     (0..events.len())
-        .filter(|&i| {
-            chunk(&events[i]).is_some() && (i == 0 || chunk(&events[i - 1]) != Some(false))
-        })
+        .filter(|&i| chunk(&events[i]).is_some() && previous_chunk(i) != Some(false))
         .collect()
 }
 

@@ -24,6 +24,10 @@ impl InteractiveState {
             self.approval_key(key, effects);
             return;
         }
+        if !self.questions.is_empty() {
+            self.question_key(key, effects);
+            return;
+        }
         if self.picker.is_some() {
             self.picker_key(key, effects);
             return;
@@ -50,6 +54,7 @@ impl InteractiveState {
                 self.input.insert('\n');
             }
             KeyCode::Enter => self.submit(false, effects),
+            KeyCode::BackTab => effects.push(Effect::SetPlan(None)),
             KeyCode::Tab => match self.commands.complete(self.input.text()) {
                 Some(completed) => self.input.set_text(&completed),
                 None => self.submit(true, effects),
@@ -108,6 +113,7 @@ impl InteractiveState {
 
     pub(super) fn quit(&mut self, effects: &mut Vec<Effect>) {
         self.quitting = true;
+        self.dismiss_questions(effects);
         for asked in self.approvals.drain(..) {
             effects.push(Effect::Answer {
                 ticket: asked.ticket,
@@ -250,6 +256,7 @@ impl InteractiveState {
             SlashCommand::Permission(None) => effects.push(Effect::ShowPermission),
             SlashCommand::Permission(Some(preset)) => effects.push(Effect::SetPermission(preset)),
             SlashCommand::Clear => effects.push(Effect::NewSession),
+            SlashCommand::Plan(on) => effects.push(Effect::SetPlan(on)),
             SlashCommand::Compact => {
                 self.compacting = true;
                 effects.push(Effect::Compact);

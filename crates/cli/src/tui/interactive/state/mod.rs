@@ -9,6 +9,7 @@
 mod editing;
 mod keys;
 mod notes;
+mod questions;
 
 use super::commands::{CommandDirectory, CommandEntry};
 use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
@@ -62,6 +63,15 @@ pub enum Input {
     },
     /// The asker stopped waiting (its turn was cancelled).
     ApprovalWithdrawn {
+        ticket: u64,
+    },
+    /// `ask_user_question` or a plan review waits for the person; `ticket` routes the outcome.
+    QuestionAsked {
+        ticket: u64,
+        request: dsh_modes::question::QuestionRequest,
+    },
+    /// The asker stopped waiting (its turn was cancelled).
+    QuestionWithdrawn {
         ticket: u64,
     },
     /// A session is now the one on screen.
@@ -119,6 +129,13 @@ pub enum Effect {
         ticket: u64,
         decision: ApprovalDecision,
     },
+    /// The person answered (or dismissed) a question card.
+    AnswerQuestion {
+        ticket: u64,
+        outcome: dsh_modes::question::QuestionOutcome,
+    },
+    /// `/plan [on|off]` or Shift-Tab: switch plan mode (`None` toggles).
+    SetPlan(Option<bool>),
     ShowModel,
     SetModel(String),
     ListSessions,
@@ -186,6 +203,7 @@ pub struct InteractiveState {
     pending: PendingInput,
     input: InputBox,
     approvals: VecDeque<Asked>,
+    questions: VecDeque<questions::OpenQuestion>,
     /// Prompts sent, in this UI and earlier ones (Up, Down and Ctrl-R recall them).
     history: History,
     /// A Ctrl-R search under way.
@@ -236,6 +254,7 @@ impl InteractiveState {
             pending: PendingInput::default(),
             input: InputBox::new(),
             approvals: VecDeque::new(),
+            questions: VecDeque::new(),
             history: History::default(),
             search: None,
             picker: None,
@@ -301,7 +320,7 @@ impl InteractiveState {
 
     /// The completions for what is typed (shown under the input).
     pub fn completions(&self) -> Vec<&CommandEntry> {
-        if !self.approvals.is_empty() {
+        if !self.approvals.is_empty() || !self.questions.is_empty() {
             return Vec::new();
         }
         self.commands.completions(self.input.text())
@@ -350,6 +369,8 @@ impl InteractiveState {
             Some("running a shell command (Esc stops it)")
         } else if !self.approvals.is_empty() {
             Some("waiting for your approval")
+        } else if !self.questions.is_empty() {
+            Some("waiting for your answer")
         } else if self.compacting {
             Some("compacting history (Esc cancels)")
         } else {
@@ -366,7 +387,11 @@ impl InteractiveState {
         let mut effects = Vec::new();
         match input {
             Input::Key(key) => self.key(key, &mut effects),
-            Input::Paste(text) => self.paste(&text, &mut effects),
+            Input::Paste(text) => {
+                if self.questions.is_empty() {
+                    self.paste(&text, &mut effects);
+                }
+            }
             Input::Resize { width } => self.width = width.max(1),
             Input::Commands(directory) => self.commands = directory,
             Input::Tick => self.quit_armed = self.quit_armed.saturating_sub(1),
@@ -399,6 +424,10 @@ impl InteractiveState {
                 });
             }
             Input::ApprovalWithdrawn { ticket } => self.approvals.retain(|a| a.ticket != ticket),
+            Input::QuestionAsked { ticket, request } => {
+                self.question_asked(ticket, request, &mut effects);
+            }
+            Input::QuestionWithdrawn { ticket } => self.question_withdrawn(ticket),
             Input::Opened(opened) => self.open(opened, &mut effects),
             Input::Notice(lines) => {
                 let lines = lines
@@ -461,6 +490,7 @@ impl InteractiveState {
                 decision: ApprovalDecision::Deny { feedback: None },
             });
         }
+        self.dismiss_questions(effects);
         self.flush(effects);
         let mut transcript = Transcript::new();
         transcript.set_route(
