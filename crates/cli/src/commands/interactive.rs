@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
 mod feeds;
-mod input_features;
 mod goal;
+mod input_features;
 use feeds::{
     spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
     watch_commands,

@@ -18,8 +18,8 @@
 
 pub mod commands;
 mod driver;
-mod notes;
 mod goal_line;
+mod notes;
 mod pending;
 pub mod pickers;
 mod questions;
