@@ -134,7 +134,12 @@ async fn the_official_client_streams_a_tool_turn_answers_permissions_cancels_and
     let workspace = sandbox.workspace().display().to_string();
     let from_prompt: Vec<String> = lines[first..]
         .iter()
-        .filter(|l| !l.starts_with("request/") && !l.starts_with("chunk "))
+        // Titles are written beside the turn (their timing is the title row's, not ACP's).
+        .filter(|l| {
+            !l.starts_with("request/")
+                && !l.starts_with("chunk ")
+                && !l.starts_with("session/title")
+        })
         .map(|l| l.replace(&workspace, "<ws>"))
         .map(|l| l.split(" cites ").next().unwrap_or_default().to_owned())
         .collect();

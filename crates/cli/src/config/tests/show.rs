@@ -61,8 +61,8 @@ fn show_prints_provenance_and_hides_secrets() {
         "rules[0] = allow bash command_prefix \"cargo test\" # settings.toml:26"
     );
     assert_eq!(
-        line("plugins[21]"),
-        "plugins[21] = \"audit\" plugin \"audit-log\", disabled, config null # settings.toml:45"
+        line("plugins[25]"),
+        "plugins[25] = \"audit\" plugin \"audit-log\", disabled, config null # settings.toml:45"
     );
 
     let value = render_json(&settings);

@@ -28,11 +28,18 @@ impl<'a> LiveView<'a> {
     }
 
     /// The rows this view wants on a screen `width` columns wide: every live line, the
-    /// prompt, the input, the completions and the status line.
+    /// approval prompt or question card, the goal line, the input, the completions and the
+    /// status line.
     pub fn height(&self, width: u16) -> u16 {
         let state = self.state;
         let live = u16::try_from(state.live_lines().len()).unwrap_or(u16::MAX);
-        live.saturating_add(state.approval().map_or(0, |a| a.height(width)))
+        let prompt = match (state.approval(), state.question()) {
+            (Some(approval), _) => approval.height(width),
+            (None, Some(card)) => card.height(width),
+            (None, None) => 0,
+        };
+        live.saturating_add(prompt)
+            .saturating_add(GoalLineView::new(state.goal_line()).height())
             .saturating_add(state.input().height(width))
             .saturating_add(Below::of(state).height())
             .saturating_add(1)

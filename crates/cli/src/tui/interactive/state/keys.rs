@@ -174,14 +174,15 @@ impl InteractiveState {
             }
             return;
         };
+        // A `#` note is previewed, then written to AGENTS.md: it is not a prompt to recall.
+        if self.note_line(&text, effects) {
+            return;
+        }
         if self.history.push(&text) {
             effects.push(Effect::Remember(text.clone()));
         }
         if let Some(command) = shell_command(&text) {
             self.run_shell(command, &text, effects);
-            return;
-        }
-        if self.note_line(&text, effects) {
             return;
         }
         let submitted = match slash::classify(&text) {
