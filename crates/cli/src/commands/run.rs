@@ -456,6 +456,9 @@ async fn finish_turn(
     Some(stop)
 }
 
+/// How long a finished headless run waits for a model title still in flight.
+const TITLE_WAIT: Duration = Duration::from_secs(5);
+
 /// Resolves once nothing can start more work: the agent idle, none of the process's
 /// background jobs running, no child below the agent working, the goal driver decided
 /// (no next round), and every completion or settlement notice delivered (a notice that
@@ -476,6 +479,12 @@ async fn settled(
         let goal_quiet = run_goal::driver_quiet(runtime, agent.id());
         if jobs_quiet && tree_quiet && goal_quiet && agent.status() == dsh_agent::AgentStatus::Idle
         {
+            // A model title still on its way gets a short, bounded wait, so the session is
+            // listed with it rather than with the fallback. A signal does not wait for it:
+            // `finish_turn` races this whole future against them.
+            if let Some(titles) = runtime.ctx().get::<dsh_modes::SessionTitles>() {
+                let _ = tokio::time::timeout(TITLE_WAIT, titles.when_quiet()).await;
+            }
             return;
         }
         match (&jobs, &subagents) {
