@@ -174,6 +174,19 @@ impl StdioChild {
         self.child.try_wait().ok().flatten()
     }
 
+    /// The exit status, waiting at most `grace` for it: a server's pipes close a moment
+    /// before the kernel lets its exit be reaped, and "the server exited (signal: 9)" tells
+    /// the person more than "the connection closed".
+    pub async fn exit_status_within(
+        &mut self,
+        grace: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        }
+    }
+
     /// The close escalation: (stdin already closed by the caller) wait, SIGTERM the group,
     /// wait, SIGKILL the group.
     pub async fn shutdown(mut self) {

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// How long a lost stdio server's exit may take to be reaped before the notice is written.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Public names of the tools whose server has `approval = "ask"`.
 pub(crate) type AskNames = Arc<RwLock<HashSet<String>>>;
 
@@ -239,7 +242,7 @@ impl Supervisor {
                 () = connection.closed.cancelled() => {
                     let mut reason = "the connection closed".to_owned();
                     if let Some(child) = connection.child.as_mut() {
-                        if let Some(status) = child.exit_status() {
+                        if let Some(status) = child.exit_status_within(EXIT_GRACE).await {
                             reason = format!("the server exited ({status})");
                         }
                     }
