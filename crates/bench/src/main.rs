@@ -16,6 +16,7 @@ mod goal_fold;
 mod hook_dispatch;
 mod mcp_call;
 mod memory;
+mod memory_step;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -126,6 +127,11 @@ const BENCHES: &[Bench] = &[
         name: "memory",
         about: "session memory: index 10k sessions, search (<= 20 ms), index size, agent-step overhead (<= 2 %)",
         run: memory::run,
+    },
+    Bench {
+        name: "memory-step",
+        about: "agent-step with the JSONL store, without / with the memory row, alternating (budget: <= +2 %)",
+        run: memory_step::run,
     },
     Bench {
         name: "sandbox-spawn",

@@ -30,10 +30,13 @@ fn header() -> EventData {
     let tools = (0..12)
         .map(|i| ToolSchema {
             name: format!("tool_{i}"),
-            description: "Does one thing to the workspace and reports what happened.".repeat(3),
+            description: "Does one thing to the workspace and reports what happened."
+                .repeat(3)
+                .into(),
             parameters: serde_json::json!({"type": "object", "properties": {
                 "path": {"type": "string", "description": "A path in the workspace"},
-                "content": {"type": "string"}}, "required": ["path"]}),
+                "content": {"type": "string"}}, "required": ["path"]})
+            .into(),
         })
         .collect();
     EventData::RequestHeader(RequestHeader {

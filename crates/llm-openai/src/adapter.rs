@@ -3,7 +3,7 @@
 use crate::config::{EnvLookup, OpenAiConfig, RouteConfig, DEEPSEEK_ROUTE};
 use crate::status::http_failure;
 use crate::translate::StreamDecoder;
-use crate::wire::request_body_with_images;
+use crate::wire::request_bytes;
 use bytes::Bytes;
 use dsh_kernel::Context;
 use dsh_llm::{
@@ -187,11 +187,7 @@ impl OpenAiAdapter {
             .as_ref()
             .and_then(|ctx| ctx.get::<dyn dsh_attachments::ImageStore>());
         let images = crate::images::resolve(&request, store).await;
-        let body = request_body_with_images(&request, &self.route, &images)?;
-        let body = serde_json::to_vec(&body).map_err(|error| {
-            LlmError::new(codes::INVALID_REQUEST, "request body is not serializable")
-                .with_source(error)
-        })?;
+        let body = request_bytes(&request, &self.route, &images)?;
         let headers = self.headers(&request)?;
         let base_url = self.route.resolve_base_url(self.env.as_ref());
         // A URL that cannot be one fails here, as configuration, not as a transport failure

@@ -5,7 +5,8 @@ use crate::images::{RequestImages, WireImage};
 use dsh_attachments::text::{tool_image_caption, tool_image_handle, TOOL_IMAGES_HEADING};
 use dsh_attachments::ImageRef;
 use dsh_llm::{LlmError, LlmRequest};
-use dsh_protocol::{codes, ContentBlock, Message, Role};
+use dsh_protocol::{codes, ContentBlock, Message, Role, ToolSchema};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 /// What an empty tool result is sent as: the wire refuses empty tool messages.
@@ -30,6 +31,89 @@ pub fn request_body_with_images(
     route: &RouteConfig,
     images: &RequestImages,
 ) -> Result<Value, LlmError> {
+    let body = wire_body(request, route, images)?;
+    serde_json::to_value(&body).map_err(unserializable)
+}
+
+/// The bytes [`request_body_with_images`] serializes to, written without building the
+/// tools' part of the body as a value first: the schemas are serialized straight from the
+/// request's shared ones (every step sends every schema).
+pub fn request_bytes(
+    request: &LlmRequest,
+    route: &RouteConfig,
+    images: &RequestImages,
+) -> Result<Vec<u8>, LlmError> {
+    let body = wire_body(request, route, images)?;
+    serde_json::to_vec(&body).map_err(unserializable)
+}
+
+fn unserializable(error: serde_json::Error) -> LlmError {
+    LlmError::new(codes::INVALID_REQUEST, "request body is not serializable").with_source(error)
+}
+
+/// A request body in wire order; the tool schemas are borrowed from the request.
+struct WireBody<'a> {
+    fields: Vec<(&'static str, Field<'a>)>,
+}
+
+enum Field<'a> {
+    Json(Value),
+    Tools(&'a [ToolSchema]),
+}
+
+impl Serialize for WireBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (key, field) in &self.fields {
+            match field {
+                Field::Json(value) => map.serialize_entry(key, value)?,
+                Field::Tools(tools) => {
+                    map.serialize_entry(key, &WireTools(tools))?;
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+/// `[{"type": "function", "function": {"name", "description", "parameters"}}, ...]`.
+struct WireTools<'a>(&'a [ToolSchema]);
+
+impl Serialize for WireTools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(WireTool))
+    }
+}
+
+struct WireTool<'a>(&'a ToolSchema);
+
+impl Serialize for WireTool<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("function", &WireFunction(self.0))?;
+        map.end()
+    }
+}
+
+struct WireFunction<'a>(&'a ToolSchema);
+
+impl Serialize for WireFunction<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tool = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("name", &tool.name)?;
+        map.serialize_entry("description", &*tool.description)?;
+        map.serialize_entry("parameters", &*tool.parameters)?;
+        map.end()
+    }
+}
+
+fn wire_body<'a>(
+    request: &'a LlmRequest,
+    route: &RouteConfig,
+    images: &RequestImages,
+) -> Result<WireBody<'a>, LlmError> {
     let config = &request.config;
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
@@ -40,11 +124,12 @@ pub fn request_body_with_images(
         push_message(message, &route.compat, images, &mut pending, &mut messages);
     }
     flush_tool_images(&mut pending, &mut messages);
-    let mut body = Map::new();
-    body.insert("model".into(), json!(config.model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    let mut fields = Vec::with_capacity(10);
+    let mut body = |key: &'static str, value: Value| fields.push((key, Field::Json(value)));
+    body("model", json!(config.model));
+    body("messages", Value::Array(messages));
+    body("stream", json!(true));
+    body("stream_options", json!({"include_usage": true}));
     let effort = config.reasoning_effort.clone().or_else(|| {
         route
             .resolve_model(&config.model)
@@ -53,36 +138,29 @@ pub fn request_body_with_images(
     });
     let (thinking, wire_effort) = resolve_thinking(effort.as_deref(), route)?;
     if let Some(thinking) = thinking {
-        body.insert("thinking".into(), json!({"type": thinking.wire()}));
+        body("thinking", json!({"type": thinking.wire()}));
     }
     if let Some(effort) = wire_effort {
-        body.insert("reasoning_effort".into(), json!(effort));
+        body("reasoning_effort", json!(effort));
     }
     if let Some(tools) = request.tools.as_ref().filter(|tools| !tools.is_empty()) {
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.parameters,
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        fields.push(("tools", Field::Tools(tools)));
     }
+    let mut body = |key: &'static str, value: Value| fields.push((key, Field::Json(value)));
     if let Some(temperature) = config.temperature {
-        body.insert("temperature".into(), json!(temperature));
+        body("temperature", json!(temperature));
     }
     if let Some(max_tokens) = config.max_tokens {
         let field = match route.compat.max_tokens_field {
             MaxTokensField::MaxTokens => "max_tokens",
             MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
         };
-        body.insert(field.into(), json!(max_tokens));
+        body(field, json!(max_tokens));
     }
     if let Some(stop) = &config.stop {
-        body.insert("stop".into(), json!(stop));
+        body("stop", json!(stop));
     }
-    Ok(Value::Object(body))
+    Ok(WireBody { fields })
 }
 
 /// The `thinking` object and `reasoning_effort` for an effort.

@@ -210,8 +210,8 @@ mod tests {
     fn tool(name: &str) -> ToolSchema {
         ToolSchema {
             name: name.into(),
-            description: format!("{name} tool"),
-            parameters: json!({"type": "object", "properties": {}}),
+            description: format!("{name} tool").into(),
+            parameters: json!({"type": "object", "properties": {}}).into(),
         }
     }
 

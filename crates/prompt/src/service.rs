@@ -168,15 +168,21 @@ impl SystemPrompt {
             .with_chain(context.scope.as_ref(), |global, chain| {
                 Plan::merge(global, chain)
             });
-        let collected = Collected::evaluate(plan, &context, self.tool_order.as_ref())?;
+        let mut collected = Collected::evaluate(plan, &context, self.tool_order.as_ref())?;
         let carrier: Option<ScopeKey> = context.scope.clone();
+        // Moved, not copied: `finish` needs only what the waterfall cannot override.
         let args = Arc::new(AssembleArgs {
-            assembly: collected.assembly.clone(),
+            assembly: std::mem::take(&mut collected.assembly),
             context,
         });
         let result = ctx
             .waterfall::<SystemPromptAssemble, _, _>(carrier.as_ref(), args, |args| async move {
-                Ok(args.assembly.clone())
+                // Every step assembles; when no listener kept the arguments, take the
+                // assembly back instead of copying its texts.
+                Ok(match Arc::try_unwrap(args) {
+                    Ok(args) => args.assembly,
+                    Err(args) => args.assembly.clone(),
+                })
             })
             .await
             .map_err(PromptError::Listener)?;

@@ -116,8 +116,8 @@ mod tests {
     fn tool(name: &str) -> ToolSchema {
         ToolSchema {
             name: name.into(),
-            description: String::new(),
-            parameters: json!({"type": "object"}),
+            description: "".into(),
+            parameters: json!({"type": "object"}).into(),
         }
     }
 

@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The model-call configuration a step uses; logged inside `request/header`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -50,10 +51,29 @@ pub struct EpochHeader {
 }
 
 /// The part of a tool definition a model is shown.
+///
+/// Every step shows the model its tools, and the schemas travel through the prompt
+/// assembly, the request header and the request; the description and the parameters are
+/// shared (`Arc`) so those copies are reference-count bumps, not deep copies of the JSON.
+/// They serialize exactly as the plain string and value would.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSchema {
     pub name: String,
-    pub description: String,
+    pub description: Arc<str>,
     /// A JSON Schema object.
-    pub parameters: Value,
+    pub parameters: Arc<Value>,
+}
+
+impl ToolSchema {
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<Arc<str>>,
+        parameters: impl Into<Arc<Value>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: parameters.into(),
+        }
+    }
 }

@@ -70,7 +70,8 @@ pub fn header_equals(a: &EpochHeader, b: &EpochHeader) -> bool {
         && at.iter().zip(bt).all(|(x, y)| {
             x.name == y.name
                 && x.description == y.description
-                && same_json_text(&x.parameters, &y.parameters)
+                && (Arc::ptr_eq(&x.parameters, &y.parameters)
+                    || same_json_text(&x.parameters, &y.parameters))
         })
 }
 
@@ -161,7 +162,7 @@ mod tests {
         let tool = |name: &str| ToolSchema {
             name: name.into(),
             description: "d".into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         };
         let ab = header(None, Some(vec![tool("a"), tool("b")]));
         let ba = header(None, Some(vec![tool("b"), tool("a")]));
@@ -182,7 +183,7 @@ mod tests {
                 Some(vec![ToolSchema {
                     name: "t".into(),
                     description: "d".into(),
-                    parameters,
+                    parameters: parameters.into(),
                 }]),
             )
         };
@@ -217,7 +218,7 @@ mod tests {
         let renamed = ToolSchema {
             name: "u".into(),
             description: "d".into(),
-            parameters: json!({}),
+            parameters: json!({}).into(),
         };
         let redescribed = ToolSchema {
             description: "e".into(),

@@ -109,10 +109,10 @@ impl Layers {
         let mut view = View::default();
         for layer in ancestors {
             for (_, entry) in &layer.tools {
-                view.put(entry.clone());
+                view.put(entry);
             }
         }
-        view.entries
+        view.owned()
     }
 
     fn view(&self, scope: Option<&ScopeKey>) -> Vec<Arc<Registered>> {
@@ -123,18 +123,49 @@ impl Layers {
             .chain(own)
             .flat_map(|layer| layer.restrictions.iter().map(|(_, r)| r))
             .collect();
+        let mut inherited = View::default();
+        for layer in &ancestors {
+            for (_, entry) in &layer.tools {
+                inherited.put(entry);
+            }
+        }
         let mut view = View::default();
-        for entry in self.inherited(scope) {
+        for entry in inherited.entries {
             if restrictions.iter().all(|r| admits(r, &entry.schema.name)) {
                 view.put(entry);
             }
         }
         if let Some(own) = own {
             for (_, entry) in &own.tools {
-                view.put(entry.clone());
+                view.put(entry);
             }
         }
-        view.entries
+        view.owned()
+    }
+
+    /// The entry `name` resolves to for `scope`, as [`view`](Self::view) would list it,
+    /// without building the view (every tool call resolves its tool more than once).
+    fn resolve(&self, scope: Option<&ScopeKey>, name: &str) -> Option<Arc<Registered>> {
+        let (ancestors, own) = self.chain(scope);
+        let last_in = |layer: &Layer| {
+            layer
+                .tools
+                .iter()
+                .rev()
+                .find(|(_, e)| e.schema.name == name)
+                .map(|(_, e)| e.clone())
+        };
+        if let Some(entry) = own.and_then(last_in) {
+            return Some(entry); // the scope's own tools shadow and are never filtered
+        }
+        let entry = ancestors.iter().rev().find_map(|layer| last_in(layer))?;
+        let admitted = ancestors
+            .iter()
+            .copied()
+            .chain(own)
+            .flat_map(|layer| layer.restrictions.iter().map(|(_, r)| r))
+            .all(|r| admits(r, name));
+        admitted.then_some(entry)
     }
 
     /// Guards in order: global, then the chain farthest first, the exact scope last.
@@ -160,23 +191,29 @@ fn admits(restriction: &Restriction, name: &str) -> bool {
     allowed && !denied
 }
 
-/// An insertion-ordered name map where a later entry replaces an earlier one in place.
+/// An insertion-ordered name map where a later entry replaces an earlier one in place. It
+/// borrows the registered entries (and their names) while the registry is locked, so
+/// building a view allocates no names.
 #[derive(Default)]
-struct View {
-    entries: Vec<Arc<Registered>>,
-    index: HashMap<String, usize>,
+struct View<'a> {
+    entries: Vec<&'a Arc<Registered>>,
+    index: HashMap<&'a str, usize>,
 }
 
-impl View {
-    fn put(&mut self, entry: Arc<Registered>) {
-        match self.index.get(&entry.schema.name) {
+impl<'a> View<'a> {
+    fn put(&mut self, entry: &'a Arc<Registered>) {
+        match self.index.get(entry.schema.name.as_str()) {
             Some(&slot) => self.entries[slot] = entry,
             None => {
                 self.index
-                    .insert(entry.schema.name.clone(), self.entries.len());
+                    .insert(entry.schema.name.as_str(), self.entries.len());
                 self.entries.push(entry);
             }
         }
+    }
+
+    fn owned(self) -> Vec<Arc<Registered>> {
+        self.entries.into_iter().cloned().collect()
     }
 }
 
@@ -312,7 +349,7 @@ impl ToolRuntime {
     }
 
     pub(crate) fn resolve(&self, scope: Option<&ScopeKey>, name: &str) -> Option<Arc<Registered>> {
-        self.view(scope).into_iter().find(|e| e.schema.name == name)
+        lock(&self.inner.layers).resolve(scope, name)
     }
 
     pub(crate) fn guards(&self, scope: Option<&ScopeKey>) -> Vec<Arc<GuardFn>> {
@@ -414,9 +451,5 @@ fn checked_schema(tool: &dyn Tool) -> Result<ToolSchema, RegistryError> {
     if let Err(reason) = check_parameters_schema(&parameters) {
         return Err(RegistryError::InvalidParameters { name, reason });
     }
-    Ok(ToolSchema {
-        description: tool.description(),
-        name,
-        parameters,
-    })
+    Ok(ToolSchema::new(name, tool.description(), parameters))
 }

@@ -52,7 +52,7 @@ pub fn header(system: &str) -> EventData {
             tools: Some(vec![ToolSchema {
                 name: "read".into(),
                 description: "Reads a file".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }]),
         },
         reason: HeaderReason::Initial,

@@ -68,7 +68,7 @@ fn block_message_and_header_prices() {
     header.tools = Some(vec![dsh_protocol::ToolSchema {
         name: "t".into(),
         description: "d".into(),
-        parameters: json!({}),
+        parameters: json!({}).into(),
     }]);
     // [{"name":"t","description":"d","parameters":{}}] is 48 units.
     assert_eq!(estimate_header(&header), 2 + 4 + 12 + 4);

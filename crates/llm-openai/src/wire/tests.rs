@@ -64,7 +64,7 @@ fn full_conversation_maps_to_the_wire_shape() {
     request.tools = Some(vec![ToolSchema {
         name: "bash".into(),
         description: "Run a command".into(),
-        parameters: json!({"type":"object","properties":{"command":{"type":"string"}}}),
+        parameters: json!({"type":"object","properties":{"command":{"type":"string"}}}).into(),
     }]);
     request.config.temperature = Some(0.5);
     request.config.stop = Some(vec!["END".into()]);
@@ -95,6 +95,66 @@ fn full_conversation_maps_to_the_wire_shape() {
             "stop": ["END"],
         })
     );
+}
+
+/// The adapter sends `request_bytes`, which serializes the tool schemas from the request's
+/// shared values instead of building them into the body value: the bytes must be exactly
+/// the body's JSON text, key order included (a snapshot of the whole request).
+#[test]
+fn request_bytes_are_the_whole_body_text() {
+    let mut request = deepseek_request(vec![
+        Message::user_text("read a.md"),
+        assistant(vec![ContentBlock::ToolCall {
+            id: CallId::from("call_1"),
+            name: "read".into(),
+            arguments: "{\"file_path\":\"a.md\"}".into(),
+        }]),
+        Message::tool_result(
+            CallId::from("call_1"),
+            vec![ContentBlock::text("A.")],
+            false,
+        ),
+    ]);
+    request.system = Some("You are dsh.".into());
+    let parameters = Arc::new(json!({"type": "object", "properties": {
+        "file_path": {"type": "string", "description": "Absolute path"},
+        "limit": {"type": "integer", "minimum": 1, "default": 2000},
+        "ratio": {"type": "number", "default": -0.0}}, "required": ["file_path"]}));
+    request.tools = Some(vec![
+        ToolSchema::new(
+            "read",
+            "Reads a file.\nLine two \"quoted\".",
+            parameters.clone(),
+        ),
+        ToolSchema::new("noop", "", json!({"type": "object", "properties": {}})),
+    ]);
+    request.config.temperature = Some(0.5);
+    let route = RouteConfig::deepseek();
+    let bytes = request_bytes(&request, &route, &RequestImages::default()).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let via_value = serde_json::to_string(&request_body(&request, &route).unwrap()).unwrap();
+    assert_eq!(text, via_value);
+    assert_eq!(
+        text,
+        concat!(
+            r#"{"model":"deepseek-v4-flash","messages":["#,
+            r#"{"role":"system","content":"You are dsh."},"#,
+            r#"{"role":"user","content":"read a.md"},"#,
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"file_path\":\"a.md\"}"}}]},"#,
+            r#"{"role":"tool","tool_call_id":"call_1","content":"A."}],"#,
+            r#""stream":true,"stream_options":{"include_usage":true},"thinking":{"type":"enabled"},"reasoning_effort":"high","#,
+            r#""tools":[{"type":"function","function":{"name":"read","description":"Reads a file.\nLine two \"quoted\".","#,
+            r#""parameters":{"type":"object","properties":{"file_path":{"type":"string","description":"Absolute path"},"#,
+            r#""limit":{"type":"integer","minimum":1,"default":2000},"ratio":{"type":"number","default":-0.0}},"required":["file_path"]}}},"#,
+            r#"{"type":"function","function":{"name":"noop","description":"","parameters":{"type":"object","properties":{}}}}],"#,
+            r#""temperature":0.5,"max_tokens":256000}"#,
+        )
+    );
+    // The request still holds the one shared copy of the schema.
+    assert!(Arc::ptr_eq(
+        &request.tools.as_ref().unwrap()[0].parameters,
+        &parameters
+    ));
 }
 
 #[test]

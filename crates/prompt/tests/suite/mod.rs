@@ -30,7 +30,7 @@ pub fn section_names(assembly: &Assembly) -> Vec<&str> {
 pub fn tool(name: &str) -> ToolSchema {
     ToolSchema {
         name: name.into(),
-        description: format!("the {name} tool"),
-        parameters: serde_json::json!({"type": "object", "properties": {}}),
+        description: format!("the {name} tool").into(),
+        parameters: serde_json::json!({"type": "object", "properties": {}}).into(),
     }
 }

@@ -56,7 +56,7 @@ fn tools() -> Vec<ToolSchema> {
     vec![ToolSchema {
         name: "read".into(),
         description: "Read a file".into(),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
     }]
 }
 

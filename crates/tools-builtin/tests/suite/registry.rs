@@ -22,8 +22,8 @@ fn bash(command: &str) -> serde_json::Value {
 fn schema(tool: &impl TypedTool) -> ToolSchema {
     ToolSchema {
         name: tool.name().to_owned(),
-        description: tool.description(),
-        parameters: tool.parameters(),
+        description: tool.description().into(),
+        parameters: tool.parameters().into(),
     }
 }
 

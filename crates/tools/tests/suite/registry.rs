@@ -83,7 +83,7 @@ fn schemas_carry_only_name_description_and_parameters() {
         vec![ToolSchema {
             name: "x".into(),
             description: "x tool".into(),
-            parameters: params
+            parameters: params.into()
         }]
     );
     assert_eq!(

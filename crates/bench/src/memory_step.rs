@@ -1,0 +1,82 @@
+//! `memory-step`: what the `memory` row adds to an agent step (issue 17's budget), alone.
+//!
+//! The last figure of the `memory` bench without its 10k-session index build: the
+//! `agent-step` turn (200 steps, no-op tool, in-process model) with the JSONL store, then
+//! the same with the `memory` plugin mounted as `dsh` mounts it (live indexer, five history
+//! tools, `remember`, `@session` references). The two cases alternate for `ROUNDS` rounds
+//! (each round a fresh core, 3 agents × 3 turns after a warm-up), so load from elsewhere
+//! falls on both; each round's per-step median is one sample. The figure is the driving
+//! thread's CPU time per step (the indexer runs on its own thread), min / median / max over
+//! the rounds, and the difference of the medians.
+//!
+//! Budget: memory on costs ≤ 2 % more than memory off.
+
+use crate::agent_step::{load_average, measure, TurnSample};
+use crate::core_stack::Persistence;
+use crate::counting;
+use crate::stats::summarize;
+use std::time::Duration;
+
+const ROUNDS: usize = 5;
+const AGENTS: usize = 3;
+
+fn medians(samples: &[TurnSample]) -> (Duration, Duration) {
+    (
+        summarize(samples.iter().map(|s| s.wall).collect()).median,
+        summarize(samples.iter().map(|s| s.cpu).collect()).median,
+    )
+}
+
+fn spread(values: &[Duration]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+    format!(
+        "min {:>9.3?}  median {:>9.3?}  max {:>9.3?}",
+        sorted.first().copied().unwrap_or_default(),
+        median,
+        sorted.last().copied().unwrap_or_default()
+    )
+}
+
+pub fn run() -> anyhow::Result<()> {
+    counting::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!(
+        "method: agent-step turns (200 steps), JSONL store without / with the memory row, alternating; {ROUNDS} rounds × {AGENTS} agents × 3 turns"
+    );
+    if let Some(load) = load_average() {
+        println!("machine load average at start (1/5/15 min): {load}");
+    }
+    let (mut off_cpu, mut on_cpu, mut off_wall, mut on_wall) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..ROUNDS {
+        let (wall, cpu) = medians(&runtime.block_on(measure(Persistence::Jsonl, AGENTS))?);
+        off_wall.push(wall);
+        off_cpu.push(cpu);
+        let (wall, cpu) = medians(&runtime.block_on(measure(Persistence::JsonlMemory, AGENTS))?);
+        on_wall.push(wall);
+        on_cpu.push(cpu);
+    }
+    println!("memory off, thread CPU per step   {}", spread(&off_cpu));
+    println!("memory on,  thread CPU per step   {}", spread(&on_cpu));
+    println!("memory off, wall per step         {}", spread(&off_wall));
+    println!("memory on,  wall per step         {}", spread(&on_wall));
+    let median = |v: &[Duration]| {
+        let mut sorted = v.to_vec();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+    };
+    let pct = |a: Duration, b: Duration| 100.0 * (b.as_secs_f64() / a.as_secs_f64() - 1.0);
+    println!(
+        "memory on vs off at the median: {:+.1} % CPU, {:+.1} % wall (budget +2 %)",
+        pct(median(&off_cpu), median(&on_cpu)),
+        pct(median(&off_wall), median(&on_wall))
+    );
+    if let Some(load) = load_average() {
+        println!("machine load average at end (1/5/15 min): {load}");
+    }
+    println!("    command: cargo run --release -p dsh-bench -- memory-step");
+    Ok(())
+}
