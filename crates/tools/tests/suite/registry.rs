@@ -21,6 +21,19 @@ fn description(tools: &dsh_tools::ToolRuntime, scope: Option<&ScopeKey>, name: &
         .unwrap_or_default()
 }
 
+/// A single-name lookup (`get`, which the pipeline resolves calls with) finds exactly the
+/// tools the scope's listing shows.
+fn assert_lookups_match_view(tools: &dsh_tools::ToolRuntime, scope: Option<&ScopeKey>) {
+    let listed = tools.names(scope);
+    for name in ["a", "b", "c", "p", "missing"] {
+        assert_eq!(
+            tools.get(scope, name).is_some(),
+            listed.iter().any(|n| n == name),
+            "{name} in {scope:?}"
+        );
+    }
+}
+
 /// root scope <- parent <- child, each with its own context (and fiber).
 fn family(ctx: &Context) -> (Context, Context) {
     let parent = ctx.create_scope(ScopeKey::new("parent"), None).unwrap();
@@ -122,6 +135,8 @@ fn restrictions_filter_inherited_tools_only() {
     assert_eq!(tools.names(parent.scope()), names(&["a", "b", "p"]));
     // the child inherits the parent's restriction, which now also covers the parent's tools
     assert_eq!(tools.names(child.scope()), names(&["a", "b"]));
+    assert_lookups_match_view(&tools, parent.scope());
+    assert_lookups_match_view(&tools, child.scope());
 
     let deny = tools
         .restrict(
@@ -133,6 +148,7 @@ fn restrictions_filter_inherited_tools_only() {
         )
         .unwrap();
     assert_eq!(tools.names(child.scope()), names(&["b"]));
+    assert_lookups_match_view(&tools, child.scope());
     // own registrations shadow and are never filtered
     tools
         .register(&child, TestTool::echo("a").described("own a").arc())
