@@ -11,6 +11,7 @@
 //! bounded by the input's size: a 5 MB line wraps, a 10,000-row table lays out in one pass.
 
 mod highlight;
+pub mod syntaxes;
 mod table;
 mod wrap;
 
