@@ -146,7 +146,7 @@ fn url_of(cell: &Cell) -> Option<String> {
 /// `on`, each run of cells of one link (adjacent on a row) wrapped in OSC 8, opened before
 /// its first cell and closed after its last, so a link never stays open across a cursor
 /// move. `None` when no cell is marked (the caller draws the cells as they are).
-pub fn prepare<'a>(cells: &[(u16, u16, &'a Cell)], on: bool) -> Option<Vec<(u16, u16, Cell)>> {
+pub fn prepare(cells: &[(u16, u16, &Cell)], on: bool) -> Option<Vec<(u16, u16, Cell)>> {
     let urls: Vec<Option<String>> = cells.iter().map(|(_, _, cell)| url_of(cell)).collect();
     if urls.iter().all(Option::is_none) {
         return None;

@@ -230,4 +230,26 @@ mod tests {
             );
         }
     }
+
+    /// What the first code block pays to load the syntaxes: this set against syntect's
+    /// bundled one (`cargo test -p dsh-cli --lib --release -- --ignored load_cost
+    /// --nocapture`; see docs/performance.md).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn load_cost() {
+        let time = |load: &dyn Fn() -> usize| {
+            let mut runs: Vec<std::time::Duration> = (0..20)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    assert!(load() > 0);
+                    start.elapsed()
+                })
+                .collect();
+            runs.sort();
+            runs[runs.len() / 2]
+        };
+        let trimmed = time(&|| load().map_or(0, |s| s.syntaxes().len()));
+        let bundled = time(&|| SyntaxSet::load_defaults_newlines().syntaxes().len());
+        println!("median load: trimmed {trimmed:?}, bundled {bundled:?}");
+    }
 }
