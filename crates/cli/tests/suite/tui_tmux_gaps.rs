@@ -47,8 +47,14 @@ async fn the_status_line_shows_the_cost_only_with_a_price_set() {
     .await
     .unwrap();
     // 400k uncached at $1/M + 600k cached at $0.5/M + 100k out at $10/M = $1.70.
-    assert!(with_price.contains("1M in / 100k out · $1.70 · ctx"), "{with_price}");
-    assert!(without_price.contains("1M in / 100k out · ctx"), "{without_price}");
+    assert!(
+        with_price.contains("1M in / 100k out · $1.70 · ctx"),
+        "{with_price}"
+    );
+    assert!(
+        without_price.contains("1M in / 100k out · ctx"),
+        "{without_price}"
+    );
     assert!(!without_price.contains('$'), "{without_price}");
     server.shutdown().await;
 }
@@ -99,7 +105,11 @@ async fn a_resize_redraws_the_live_area_once_at_the_new_width() {
     assert_eq!(input_rows(&wide), 2, "{wide}");
     assert!(narrow.lines().all(|l| l.chars().count() <= 50), "{narrow}");
     // What was printed before stays printed once; the new turn follows it.
-    assert_eq!(done.matches("Second answer after the resizes.").count(), 1, "{done}");
+    assert_eq!(
+        done.matches("Second answer after the resizes.").count(),
+        1,
+        "{done}"
+    );
     assert!(done.matches("turn 1 completed").count() <= 1, "{done}");
     server.shutdown().await;
 }

@@ -26,7 +26,11 @@ pub const KEYBOARD_FLAGS: KeyboardEnhancementFlags =
 
 /// Writes the sequences that turn the modes on.
 pub fn enter(out: &mut impl Write) -> io::Result<()> {
-    crossterm::queue!(out, EnableBracketedPaste, PushKeyboardEnhancementFlags(KEYBOARD_FLAGS))?;
+    crossterm::queue!(
+        out,
+        EnableBracketedPaste,
+        PushKeyboardEnhancementFlags(KEYBOARD_FLAGS)
+    )?;
     out.flush()
 }
 
@@ -94,7 +98,10 @@ mod tests {
         assert_eq!(off, "\x1b[<1u\x1b[?2004l");
         let session = format!("{on}{off}");
         assert_eq!(session.matches("\x1b[>").count(), 1);
-        assert_eq!(session.matches("<u").count(), 1);
-        assert_eq!(session.matches("?2004h").count(), session.matches("?2004l").count());
+        assert_eq!(session.matches("\x1b[<1u").count(), 1);
+        assert_eq!(
+            session.matches("?2004h").count(),
+            session.matches("?2004l").count()
+        );
     }
 }

@@ -2,10 +2,10 @@
 //! screen, and a thread that turns crossterm events into [`Input`]s.
 
 use super::driver::{AgentDriver, Answers, OpenedSession};
+use super::modes::TerminalModes;
 use super::runner::Runner;
 use super::state::Input;
 use super::viewport::KnownCursor;
-use super::modes::TerminalModes;
 use crossterm::event::{self, Event};
 use crossterm::terminal;
 use ratatui::{Terminal, TerminalOptions, Viewport};

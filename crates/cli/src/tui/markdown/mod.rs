@@ -311,10 +311,10 @@ impl<'t> Writer<'t> {
                         .map(|s| s.content.to_string())
                         .collect();
                     if !url.is_empty() && shown != url {
+                        // One span, so the wrapper keeps the bracketed target together;
+                        // the brackets are clickable with it.
                         let style = hyperlink::link_style(self.theme.dim, &url);
-                        self.spans.push(Span::styled(" (", self.theme.dim));
-                        self.spans.push(Span::styled(url, style));
-                        self.spans.push(Span::styled(")", self.theme.dim));
+                        self.spans.push(Span::styled(format!(" ({url})"), style));
                     }
                 }
             }
