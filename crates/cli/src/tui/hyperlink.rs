@@ -265,14 +265,15 @@ mod tests {
             .map(|(i, c)| (u16::try_from(i).unwrap(), 0, c))
             .collect();
         let mut out = Vec::<u8>::new();
-        let mut backend = CrosstermBackend::new(&mut out);
-        match prepare(&cells, on) {
-            Some(owned) => backend
-                .draw(owned.iter().map(|(x, y, c)| (*x, *y, c)))
-                .unwrap(),
-            None => backend.draw(cells.into_iter()).unwrap(),
+        {
+            let mut backend = CrosstermBackend::new(&mut out);
+            match prepare(&cells, on) {
+                Some(owned) => backend
+                    .draw(owned.iter().map(|(x, y, c)| (*x, *y, c)))
+                    .unwrap(),
+                None => backend.draw(cells.into_iter()).unwrap(),
+            }
         }
-        drop(backend);
         String::from_utf8(out).unwrap()
     }
 
