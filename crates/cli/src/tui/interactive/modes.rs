@@ -91,8 +91,8 @@ mod tests {
 
     #[test]
     fn the_keyboard_flags_pushed_on_entry_are_popped_on_exit() {
-        let on = bytes(enter::<Vec<u8>>);
-        let off = bytes(leave::<Vec<u8>>);
+        let on = bytes(enter);
+        let off = bytes(leave);
         // Disambiguate escape codes is flag 1; the pop takes one entry off the stack.
         assert_eq!(on, "\x1b[?2004h\x1b[>1u");
         assert_eq!(off, "\x1b[<1u\x1b[?2004l");
