@@ -57,6 +57,11 @@ pub(super) fn run(global: &GlobalArgs, opening: &Opening, env: &dyn Env) -> anyh
         settings.ui.theme.value,
         |name| env.get(name).map(|v| v.to_string_lossy().into_owned()),
     ));
+    crate::tui::cost::set(settings.prices.table());
+    crate::tui::hyperlink::set_enabled(crate::tui::hyperlink::enabled(
+        settings.ui.hyperlinks.value,
+        |name| env.get(name).map(|v| v.to_string_lossy().into_owned()),
+    ));
     let options = BootOptions::from_process(global.cwd.clone())?;
     ask_workspace_trust(&settings, &options, env)?;
     let tokio = tokio::runtime::Builder::new_current_thread()

@@ -30,8 +30,12 @@ pub(crate) struct FileLayer {
     pub skills_dirs: Option<At<Vec<String>>>,
     /// `[ui] theme`.
     pub ui_theme: Option<At<crate::tui::theme::ThemeChoice>>,
+    /// `[ui] hyperlinks`.
+    pub ui_hyperlinks: Option<At<crate::tui::hyperlink::HyperlinkChoice>>,
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
+    /// `[prices]`.
+    pub prices: super::prices::PricesLayer,
     pub mcp: super::mcp::McpLayer,
 }
 
@@ -72,6 +76,7 @@ const TOP: &[&str] = &[
     "plugins",
     "compaction",
     "mcp_servers",
+    "prices",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -99,7 +104,7 @@ const TOOL: &[&str] = &["enabled"];
 const WEB_FETCH: &[&str] = &["enabled", "allow_private"];
 const PLUGIN: &[&str] = &["id", "plugin", "config", "disabled"];
 const SKILLS: &[&str] = &["dirs"];
-const UI: &[&str] = &["theme"];
+const UI: &[&str] = &["theme", "hyperlinks"];
 
 /// Parses and validates the settings file text.
 pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
@@ -137,6 +142,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
             "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
+            "prices" => layer.prices = super::prices::read(&doc, node)?,
             "skills" => {
                 let table = doc.table("skills", node)?;
                 doc.check_keys("skills", table, SKILLS)?;
@@ -152,6 +158,9 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
                 doc.check_keys("ui", table, UI)?;
                 if let Some(node) = get(table, "theme") {
                     layer.ui_theme = Some(doc.word("ui.theme", node)?);
+                }
+                if let Some(node) = get(table, "hyperlinks") {
+                    layer.ui_hyperlinks = Some(doc.word("ui.hyperlinks", node)?);
                 }
             }
             "mcp_servers" => layer.mcp = super::mcp::read(&doc, node),

@@ -60,6 +60,7 @@ mod env;
 mod error;
 mod file;
 mod mcp;
+mod prices;
 mod reader;
 mod settings;
 mod show;
@@ -81,6 +82,7 @@ pub use env::{Env, ProcessEnv};
 pub use error::{ConfigError, KeyHint};
 pub use file::KNOWN_TOOLS;
 pub(crate) use file::{check_url, URL_EXPECTED};
+pub use prices::PriceSettings;
 pub use settings::{
     ApiKeyStatus, ApprovalSettings, CompatSettings, HeaderValue, ModelChoice, Overrides, Provider,
     SandboxSettings, Settings, SkillSettings, StreamLimits, ToolSettings, UiSettings,

@@ -62,6 +62,8 @@ pub struct Settings {
     pub skills: SkillSettings,
     /// `[ui]`: the terminal UI.
     pub ui: UiSettings,
+    /// `[prices]`: what models cost, for the status line (none built in).
+    pub prices: super::prices::PriceSettings,
     /// `[mcp_servers.NAME]` tables, in file order (the JSON files are read at boot, with the
     /// workspace: [`crate::mcp_config::resolve`]).
     pub mcp_servers: Vec<crate::mcp_config::McpServer>,
@@ -220,6 +222,9 @@ pub struct UiSettings {
     /// The palette: `auto` (dark unless `COLORFGBG` says the background is light), `dark`
     /// or `light`. `NO_COLOR` beats it.
     pub theme: Sourced<crate::tui::theme::ThemeChoice>,
+    /// Clickable links (OSC 8): `auto` (terminals known to support them, never inside
+    /// tmux or screen), `on` or `off`.
+    pub hyperlinks: Sourced<crate::tui::hyperlink::HyperlinkChoice>,
 }
 
 /// `[tools]`.
@@ -525,7 +530,12 @@ pub(crate) fn resolve(
                 Some(theme) => Sourced::new(theme.value, line(theme.line)),
                 None => Sourced::default_value(crate::tui::theme::ThemeChoice::Auto),
             },
+            hyperlinks: match &file.ui_hyperlinks {
+                Some(choice) => Sourced::new(choice.value, line(choice.line)),
+                None => Sourced::default_value(crate::tui::hyperlink::HyperlinkChoice::Auto),
+            },
         },
+        prices: super::prices::resolve(file.prices),
         mcp_servers: file.mcp.servers,
         mcp_problems: file.mcp.problems,
         composition,

@@ -84,7 +84,11 @@ pub fn render_text(settings: &Settings) -> String {
 
     let mut ui = Block::new(Some("[ui]".into()));
     ui.sourced("theme", &settings.ui.theme, |v| format!("\"{v}\""));
+    ui.sourced("hyperlinks", &settings.ui.hyperlinks, |v| {
+        format!("\"{v}\"")
+    });
     blocks.push(ui);
+    blocks.push(prices_block(&settings.prices));
 
     let mut plugins = Block::new(Some(
         "# composition (mount order; patch rows with [[plugins]])".into(),
@@ -263,6 +267,22 @@ fn compaction_json(compaction: &CompactionSettings) -> Value {
     Value::Object(object)
 }
 
+/// `[prices]`: the currency and each priced model; a note when none is, since then the
+/// status line shows no cost.
+fn prices_block(prices: &super::PriceSettings) -> Block {
+    let mut block = Block::new(Some(
+        "[prices]  # per million tokens; the status line's cost".into(),
+    ));
+    block.sourced("currency", &prices.currency, |v| format!("{v:?}"));
+    if prices.models.is_empty() {
+        block.line("# no model priced: no cost is shown".into(), None);
+    }
+    for (model, price) in &prices.models {
+        block.sourced(&format!("{model:?}"), price, super::PriceSettings::describe);
+    }
+    block
+}
+
 fn model_text(entry: &ModelEntry) -> String {
     let mut text = format!("{:?}", entry.id);
     if let Some(n) = entry.context_window {
@@ -388,7 +408,18 @@ pub fn render_json(settings: &Settings) -> Value {
                 json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>())
             }),
         },
-        "ui": { "theme": sourced(&settings.ui.theme, |v| word(v)) },
+        "ui": {
+            "theme": sourced(&settings.ui.theme, |v| word(v)),
+            "hyperlinks": sourced(&settings.ui.hyperlinks, |v| word(v)),
+        },
+        "prices": {
+            "currency": sourced(&settings.prices.currency, text),
+            "models": settings.prices.models.iter().map(|(model, price)| {
+                (model.clone(), sourced(price, |p| json!({
+                    "input": p.input, "cached_input": p.cached_input, "output": p.output,
+                })))
+            }).collect::<Map<String, Value>>(),
+        },
         "composition": composition,
     })
 }

@@ -550,3 +550,41 @@ fn an_image_in_a_tool_result_shows_what_it_is() {
         "Here it is:\n[image: image/png, 20x20 px, 3.9 KiB, sha256:4a4a4a4a]\n[image: unknown reference]"
     );
 }
+
+#[test]
+fn the_status_line_shows_the_cost_only_of_priced_models() {
+    use super::cost::{Price, Prices};
+    let transcript = text_turn().transcript();
+    let priced = Prices {
+        currency: "$".into(),
+        by_model: [(
+            "deepseek-v4-flash".to_owned(),
+            Price {
+                input: 1.0,
+                cached_input: 0.25,
+                output: 2.0,
+            },
+        )]
+        .into(),
+    };
+    // 8,000 uncached prompt tokens at $1/M, 2,000 cached at $0.25/M, 12 output at $2/M.
+    assert_eq!(
+        StatusLine::new(&transcript).prices(&priced).text(),
+        "idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · $0.0085 · ctx 1.0% (10k/1M)"
+    );
+    // No price for the model used: nothing is shown, not a guess.
+    let other = Prices {
+        by_model: [(
+            "deepseek-v4-pro".to_owned(),
+            priced.by_model["deepseek-v4-flash"],
+        )]
+        .into(),
+        ..priced.clone()
+    };
+    for prices in [&other, &Prices::default()] {
+        assert_eq!(
+            StatusLine::new(&transcript).prices(prices).text(),
+            "idle · deepseek-v4-flash (deepseek-official) · 10k in / 12 out · ctx 1.0% (10k/1M)"
+        );
+    }
+}

@@ -18,13 +18,14 @@ pub use subagents::{
 };
 
 use super::context::ContextFill;
+use super::cost::ModelTokens;
 use super::text::args_summary;
 use crate::sanitize::{sanitize, TerminalSanitizer};
 use dsh_protocol::{
     CallId, ContentBlock, FinishReason, LlmFailure, MessageSource, StreamChunk, TokenUsage,
 };
 use dsh_session::{EventData, SessionEvent, SurfaceOp, Todo, TurnEndCancelCause, TurnEndReason};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One visible item of the transcript.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,6 +151,8 @@ pub struct Transcript {
     model: Option<String>,
     context_window: Option<u64>,
     usage: UsageTotals,
+    /// Tokens by model, for the cost (`tui::cost`).
+    tokens_by_model: BTreeMap<String, ModelTokens>,
     run: Option<RunState>,
     todos: Vec<Todo>,
     reasoning_expanded: bool,
@@ -216,6 +219,11 @@ impl Transcript {
 
     pub fn usage(&self) -> UsageTotals {
         self.usage
+    }
+
+    /// Tokens used by each model, split as prices are (uncached, cached, output).
+    pub fn tokens_by_model(&self) -> &BTreeMap<String, ModelTokens> {
+        &self.tokens_by_model
     }
 
     pub fn run_state(&self) -> RunState {
@@ -564,6 +572,8 @@ impl Transcript {
             self.usage.input += prompt;
             self.usage.output += usage.output_tokens;
             self.usage.last_prompt = Some(prompt);
+            let model = self.model.clone().unwrap_or_default();
+            self.tokens_by_model.entry(model).or_default().add(&usage);
         }
     }
 }

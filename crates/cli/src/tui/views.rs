@@ -1,5 +1,6 @@
 //! Widgets over the transcript: the scrolling conversation and the status line.
 
+use super::cost::Prices;
 use super::lines::transcript_lines;
 use super::text::{compact_count, truncate};
 use super::transcript::{Entry, RunState, ToolState, Transcript};
@@ -46,6 +47,7 @@ pub struct StatusLine<'a> {
     agents: usize,
     queued: usize,
     permission: Option<&'a str>,
+    prices: Option<&'a Prices>,
 }
 
 impl<'a> StatusLine<'a> {
@@ -57,7 +59,15 @@ impl<'a> StatusLine<'a> {
             agents: 0,
             queued: 0,
             permission: None,
+            prices: None,
         }
+    }
+
+    /// Shows the session's cost after the tokens, for the models `prices` has (nothing
+    /// when it has none of the models used).
+    pub fn prices(mut self, prices: &'a Prices) -> Self {
+        self.prices = Some(prices);
+        self
     }
 
     /// Shows `count` messages waiting for the agent (`2 queued`).
@@ -148,6 +158,12 @@ impl<'a> StatusLine<'a> {
             compact_count(usage.input),
             compact_count(usage.output)
         ));
+        let by_model = t.tokens_by_model();
+        if let Some(prices) = self.prices {
+            if let Some(cost) = prices.cost(by_model.iter().map(|(m, u)| (m.as_str(), u))) {
+                parts.push(prices.format(cost));
+            }
+        }
         let fill = t.context_fill();
         if fill.window.is_some() || fill.tokens > 0 {
             parts.push(fill.status_text());

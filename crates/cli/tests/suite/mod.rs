@@ -32,6 +32,7 @@ mod tui_subagents;
 mod tui_support;
 mod tui_tmux;
 mod tui_tmux_compact;
+mod tui_tmux_gaps;
 mod tui_tmux_goal;
 mod tui_tmux_input;
 mod tui_tmux_mcp;

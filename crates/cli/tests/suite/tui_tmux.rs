@@ -196,6 +196,13 @@ impl Tmux {
         self.run(&["send-keys", "-t", "dsh", keys]);
     }
 
+    /// Resizes the pane's window to `width` x `height`, as a terminal window resize does.
+    pub(super) fn resize(&self, width: u16, height: u16) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let out = self.run(&["resize-window", "-t", "dsh", "-x", &width, "-y", &height]);
+        assert!(out.status.success(), "{out:?}");
+    }
+
     /// Ctrl-C twice; true when dsh then exited.
     pub(super) fn quit(&self) -> bool {
         self.keys("C-c");

@@ -184,3 +184,58 @@ fn the_ui_theme_is_read_shown_and_checked() {
     let error = error_of("[ui]\ncolour = \"dark\"\n");
     assert!(error.contains("colour"), "{error}");
 }
+
+#[test]
+fn prices_are_read_shown_and_checked() {
+    use crate::tui::cost::Price;
+    let text = "[prices]\ncurrency = \"¥\"\n\n[prices.\"deepseek-v4-flash\"]\ninput = 2\ncached_input = 0.5\noutput = 8.0\n";
+    let settings = load_with(text, &[], &Overrides::default()).unwrap();
+    let price = Price {
+        input: 2.0,
+        cached_input: 0.5,
+        output: 8.0,
+    };
+    assert_eq!(
+        settings.prices.models,
+        vec![(
+            "deepseek-v4-flash".to_owned(),
+            Sourced::new(price, Source::File { line: 4 })
+        )]
+    );
+    assert_eq!(settings.prices.table().currency, "¥");
+    let shown = render_text(&settings);
+    let block = shown
+        .split("\n\n")
+        .find(|b| b.starts_with("[prices]"))
+        .unwrap();
+    assert!(block.contains("currency = \"¥\""), "{block}");
+    assert!(
+        block.contains("\"deepseek-v4-flash\" = input 2, cached_input 0.5, output 8 per 1M tokens"),
+        "{block}"
+    );
+    let json = render_json(&settings);
+    assert_eq!(
+        json["prices"]["models"]["deepseek-v4-flash"]["value"]["output"],
+        8.0
+    );
+
+    // None built in: the default shows no priced model and says so.
+    let defaults = load_with("", &[], &Overrides::default()).unwrap();
+    assert!(defaults.prices.models.is_empty());
+    let shown = render_text(&defaults);
+    let block = shown
+        .split("\n\n")
+        .find(|b| b.starts_with("[prices]"))
+        .unwrap();
+    assert!(
+        block.contains("no model priced: no cost is shown"),
+        "{block}"
+    );
+
+    let error = error_of("[prices.m]\ninput = 1\noutput = 2\n");
+    assert!(error.contains("cached_input is missing"), "{error}");
+    let error = error_of("[prices.m]\ninput = -1\ncached_input = 0\noutput = 2\n");
+    assert!(error.contains("prices.\"m\".input"), "{error}");
+    let error = error_of("[prices.m]\ninput = 1\ncached_input = 0\noutput = 2\nreasoning = 3\n");
+    assert!(error.contains("reasoning"), "{error}");
+}

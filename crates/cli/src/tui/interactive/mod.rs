@@ -19,6 +19,7 @@
 pub mod commands;
 mod driver;
 mod goal_line;
+pub mod modes;
 mod notes;
 mod pending;
 pub mod pickers;

@@ -123,6 +123,11 @@ where
             }
             if matches!(input, Input::Resize { .. }) {
                 self.terminal.backend_mut().resized();
+                // Let ratatui take the new size before the viewport may be reopened taller
+                // for it: on a narrower screen it clears the rows the terminal has just
+                // re-wrapped (the old live area among them), which a reopen would skip,
+                // leaving the old input and rules above the new ones.
+                self.terminal.autoresize().map_err(io_error)?;
             }
             for effect in self.state.reduce(input) {
                 self.execute(effect, &mut inputs).await?;

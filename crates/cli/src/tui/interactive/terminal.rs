@@ -2,10 +2,11 @@
 //! screen, and a thread that turns crossterm events into [`Input`]s.
 
 use super::driver::{AgentDriver, Answers, OpenedSession};
+use super::modes::TerminalModes;
 use super::runner::Runner;
 use super::state::Input;
 use super::viewport::KnownCursor;
-use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
+use crossterm::event::{self, Event};
 use crossterm::terminal;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use std::io;
@@ -18,25 +19,6 @@ use tokio::sync::mpsc;
 /// viewport then grows with what it shows (see `viewport.rs`).
 pub fn viewport_height(rows: u16) -> u16 {
     4.min(rows)
-}
-
-/// Restores the terminal when dropped, also on an error path.
-struct RawMode;
-
-impl RawMode {
-    fn enter() -> io::Result<Self> {
-        terminal::enable_raw_mode()?;
-        let guard = Self;
-        crossterm::execute!(io::stdout(), EnableBracketedPaste)?;
-        Ok(guard)
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste);
-        let _ = terminal::disable_raw_mode();
-    }
 }
 
 /// Stops the key reader thread when dropped.
@@ -90,7 +72,8 @@ pub async fn run_terminal(
     mut inputs: mpsc::UnboundedReceiver<Input>,
     opened: OpenedSession,
 ) -> io::Result<()> {
-    let raw = RawMode::enter()?;
+    // Raw mode, bracketed paste and the kitty keyboard flags, undone on every exit.
+    let raw = TerminalModes::enter()?;
     let rows = terminal::size()?.1;
     // The palette was chosen from `[ui] theme` and `NO_COLOR` before the UI started.
     let backend = KnownCursor::stdout(crate::tui::theme::current().colour);

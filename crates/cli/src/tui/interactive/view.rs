@@ -115,7 +115,8 @@ impl Widget for LiveView<'_> {
             .agents(state.agents())
             .jobs(state.jobs())
             .queued(state.queued())
-            .permission(state.permission());
+            .permission(state.permission())
+            .prices(crate::tui::cost::current());
         if let Some(note) = state.status_note() {
             line = line.note(note);
         }

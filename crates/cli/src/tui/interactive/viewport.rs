@@ -92,17 +92,28 @@ impl Backend for KnownCursor {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
+        let cells: Vec<(u16, u16, &Cell)> = content.collect();
+        let linked = crate::tui::hyperlink::prepare(&cells, crate::tui::hyperlink::is_enabled());
         if self.colour {
-            return self.inner.draw(content);
+            return match linked {
+                Some(owned) => self.inner.draw(owned.iter().map(|(x, y, c)| (*x, *y, c))),
+                None => self.inner.draw(cells.into_iter()),
+            };
         }
-        let plain: Vec<(u16, u16, Cell)> = content
-            .map(|(x, y, cell)| {
-                let mut cell = cell.clone();
-                cell.fg = ratatui::style::Color::Reset;
-                cell.bg = ratatui::style::Color::Reset;
-                (x, y, cell)
-            })
-            .collect();
+        let plain: Vec<(u16, u16, Cell)> = match linked {
+            Some(owned) => owned,
+            None => cells
+                .into_iter()
+                .map(|(x, y, c)| (x, y, c.clone()))
+                .collect(),
+        }
+        .into_iter()
+        .map(|(x, y, mut cell)| {
+            cell.fg = ratatui::style::Color::Reset;
+            cell.bg = ratatui::style::Color::Reset;
+            (x, y, cell)
+        })
+        .collect();
         self.inner
             .draw(plain.iter().map(|(x, y, cell)| (*x, *y, cell)))
     }

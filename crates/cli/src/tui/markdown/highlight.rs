@@ -1,6 +1,7 @@
-//! Code blocks highlighted by language with syntect's bundled syntaxes, on its pure-Rust
-//! regex engine. The syntax set loads on the first code block (never at start-up), and
-//! code too big for a regex highlighter to go through quickly stays plain.
+//! Code blocks highlighted by language with a trimmed syntax set ([`super::syntaxes`]) and
+//! syntect's bundled themes, on its pure-Rust regex engine. The syntax set loads on the
+//! first code block (never at start-up), and code too big for a regex highlighter to go
+//! through quickly stays plain.
 
 use super::super::theme::Theme;
 use ratatui::style::{Color, Modifier, Style};
@@ -16,14 +17,15 @@ const MAX_LINES: usize = 2_000;
 const MAX_LINE: usize = 1_000;
 
 struct Highlighter {
-    syntaxes: SyntaxSet,
+    /// `None` when the embedded dump does not load: code is shown plain.
+    syntaxes: Option<SyntaxSet>,
     themes: ThemeSet,
 }
 
 fn highlighter() -> &'static Highlighter {
     static HIGHLIGHTER: OnceLock<Highlighter> = OnceLock::new();
     HIGHLIGHTER.get_or_init(|| Highlighter {
-        syntaxes: SyntaxSet::load_defaults_newlines(),
+        syntaxes: super::syntaxes::load(),
         themes: ThemeSet::load_defaults(),
     })
 }
@@ -45,10 +47,13 @@ pub fn highlight(lang: &str, code: &str, theme: &Theme) -> Vec<Line<'static>> {
         return plain();
     }
     let h = highlighter();
-    let Some(syntax) = h
-        .syntaxes
-        .find_syntax_by_token(lang)
-        .or_else(|| h.syntaxes.find_syntax_by_extension(lang))
+    let Some(syntaxes) = &h.syntaxes else {
+        return plain();
+    };
+    let lang = super::syntaxes::canonical(lang);
+    let Some(syntax) = syntaxes
+        .find_syntax_by_token(&lang)
+        .or_else(|| syntaxes.find_syntax_by_extension(&lang))
     else {
         return plain();
     };
@@ -59,7 +64,7 @@ pub fn highlight(lang: &str, code: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for line in code.split('\n') {
         let with_newline = format!("{line}\n");
-        let Ok(regions) = lines.highlight_line(&with_newline, &h.syntaxes) else {
+        let Ok(regions) = lines.highlight_line(&with_newline, syntaxes) else {
             return plain();
         };
         let spans: Vec<Span<'static>> = regions

@@ -11,9 +11,11 @@
 //! bounded by the input's size: a 5 MB line wraps, a 10,000-row table lays out in one pass.
 
 mod highlight;
+pub mod syntaxes;
 mod table;
 mod wrap;
 
+use super::hyperlink;
 use super::theme::Theme;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
@@ -247,7 +249,7 @@ impl<'t> Writer<'t> {
             Tag::Strong => self.push_style(Style::new().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(Style::new().add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
-                self.push_style(self.theme.link);
+                self.push_style(hyperlink::link_style(self.theme.link, &dest_url));
                 self.links.push(dest_url.into_string());
             }
             Tag::Table(alignments) => {
@@ -309,8 +311,10 @@ impl<'t> Writer<'t> {
                         .map(|s| s.content.to_string())
                         .collect();
                     if !url.is_empty() && shown != url {
-                        self.spans
-                            .push(Span::styled(format!(" ({url})"), self.theme.dim));
+                        // One span, so the wrapper keeps the bracketed target together;
+                        // the brackets are clickable with it.
+                        let style = hyperlink::link_style(self.theme.dim, &url);
+                        self.spans.push(Span::styled(format!(" ({url})"), style));
                     }
                 }
             }
