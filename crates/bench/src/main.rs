@@ -16,6 +16,7 @@ mod goal_fold;
 mod hook_dispatch;
 mod mcp_call;
 mod memory;
+mod postgres;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -66,6 +67,11 @@ const BENCHES: &[Bench] = &[
         name: "session-list",
         about: "list 10k stored sessions with a fresh index (budget: <= 50 ms)",
         run: session_list::run,
+    },
+    Bench {
+        name: "postgres",
+        about: "the session benches on PostgreSQL beside files: checkpointed appends, 100k resume, 10k/100k list",
+        run: postgres::run,
     },
     Bench {
         name: "tool-loop",

@@ -33,6 +33,8 @@ pub(crate) struct FileLayer {
     pub plugins: Vec<PluginPatch>,
     pub compaction: super::compaction::CompactionLayer,
     pub mcp: super::mcp::McpLayer,
+    /// `[store]`.
+    pub store: super::store::StoreLayer,
 }
 
 /// One `[providers.<route>]` table.
@@ -72,6 +74,7 @@ const TOP: &[&str] = &[
     "plugins",
     "compaction",
     "mcp_servers",
+    "store",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -137,6 +140,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
             }
             "tools" => read_tools(&doc, node, &mut layer)?,
             "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
+            "store" => layer.store = super::store::read(&doc, node)?,
             "skills" => {
                 let table = doc.table("skills", node)?;
                 doc.check_keys("skills", table, SKILLS)?;
