@@ -98,7 +98,10 @@ pub(super) fn sessions(
         // Boots a runtime (it calls a model), unlike the store-only commands.
         SessionsCommand::Compact { id } => super::compact::compact(global, id, env, out),
         SessionsCommand::Rename { id, title } => super::rename::rename(global, id, title, env, out),
-        SessionsCommand::Migrate { .. } => Ok(exit::SUCCESS),
+        // Dispatched above, before a store is opened; the same call here keeps the match whole.
+        SessionsCommand::Migrate { to, workspace } => {
+            super::migrate::migrate(global, *to, workspace.as_deref(), env, out)
+        }
     }
 }
 
