@@ -17,6 +17,7 @@ mod hook_dispatch;
 mod mcp_call;
 mod memory;
 mod memory_step;
+mod postgres;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -67,6 +68,11 @@ const BENCHES: &[Bench] = &[
         name: "session-list",
         about: "list 10k stored sessions with a fresh index (budget: <= 50 ms)",
         run: session_list::run,
+    },
+    Bench {
+        name: "postgres",
+        about: "the session benches on PostgreSQL beside files: checkpointed appends, 100k resume, 10k/100k list",
+        run: postgres::run,
     },
     Bench {
         name: "tool-loop",

@@ -654,3 +654,52 @@ impl SessionPersistence for PostgresBackend {
         }
     }
 }
+
+impl PostgresBackend {
+    /// A session's header and events as stored, as JSON values (the header in the file
+    /// format's line-1 shape): what `dsh sessions export` writes, equal to the file
+    /// backend's export of the same session.
+    pub fn raw_log(
+        &self,
+        id: &SessionId,
+    ) -> Result<(serde_json::Value, Vec<serde_json::Value>), StoreError> {
+        let client = self.shared()?;
+        let key = id.as_str().to_owned();
+        let (header, rows) = self.run("read", async move {
+            let Some(row) = client
+                .query_opt("SELECT header FROM dsh_sessions WHERE id = $1", &[&key])
+                .await
+                .map_err(backend_error("read"))?
+            else {
+                return Err(StoreError::NotFound { id: key });
+            };
+            let header: String = row.get(0);
+            let rows = client
+                .query(
+                    "SELECT data FROM dsh_events WHERE session_id = $1 ORDER BY seq",
+                    &[&key],
+                )
+                .await
+                .map_err(backend_error("read"))?;
+            let rows: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            Ok((header, rows))
+        })?;
+        let path = log_path(id.as_str());
+        let header = log_header(&parse_header(&path, &header)?)?.to_value();
+        let events = rows
+            .iter()
+            .enumerate()
+            .map(|(seq, data)| {
+                serde_json::from_str(data).map_err(|e| StoreError::Corruption {
+                    path: path.clone(),
+                    at: dsh_store::RecordLocation {
+                        line: seq as u64 + 2,
+                        frame: None,
+                    },
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((header, events))
+    }
+}

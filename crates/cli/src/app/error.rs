@@ -58,6 +58,10 @@ pub enum AppError {
     /// Creating or resuming the agent failed.
     #[error("{0}")]
     Agent(#[from] dsh_agent::AgentError),
+    /// The configured session store cannot be opened (a PostgreSQL database that is down,
+    /// refuses the credentials, or holds a newer schema); the message names the setting.
+    #[error("{message}")]
+    StoreUnavailable { code: &'static str, message: String },
     /// Reading the session store failed.
     #[error(transparent)]
     Store(#[from] dsh_store::StoreError),
@@ -81,6 +85,7 @@ impl AppError {
             Self::AmbiguousSession { .. } => "SESSION_ID_AMBIGUOUS",
             Self::NothingToContinue(_) => "NO_SESSION_TO_CONTINUE",
             Self::Agent(_) => "AGENT_START_FAILED",
+            Self::StoreUnavailable { code, .. } => code,
             Self::Store(error) => error.code(),
             Self::EventTypes(error) => error.code(),
         }

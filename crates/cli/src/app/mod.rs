@@ -19,6 +19,7 @@ mod error;
 mod identity;
 mod lookup;
 mod rows;
+mod store;
 mod temp;
 
 pub use agent::{AgentStart, ResumeChange};
@@ -28,10 +29,11 @@ pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, attachments_root, boot_composition, boot_composition_with_user_id,
     builtin_tools_config, canonical_workspace, check_credentials, derive_skills_row,
-    fill_hooks_row, fill_mcp_row, hooks_config, model_info, openai_config, persistence_config,
-    plugin_table, project_root, register_event_types, sessions_root, skills_config,
-    workspace_notices, EVENT_TYPES,
+    fill_hooks_row, fill_mcp_row, hooks_config, model_info, openai_config, plugin_table,
+    project_root, register_event_types, sessions_root, skills_config, workspace_notices,
+    EVENT_TYPES,
 };
+pub use store::{open_files, open_postgres, open_store, OpenedStore};
 
 use crate::config::{self, Settings};
 use crate::persona::{register_host_variables, HostFacts};
@@ -202,7 +204,7 @@ impl Runtime {
             root.fiber().dispose();
             let _ = std::fs::remove_dir_all(&temp_root.path);
             temp::finish_sweep(sweep);
-            return Err(AppError::Mount(error));
+            return Err(store::explain_mount_error(&settings, error));
         }
         let temp_path = temp_root.path.clone();
         let runtime = Self::assemble(root.clone(), settings, workspace, temp_root, &env);

@@ -19,6 +19,7 @@ pub fn plugin_table() -> PluginTable {
     PluginTable::new()
         .with::<dsh_session::SessionsPlugin>()
         .with::<dsh_store::JsonlPersistencePlugin>()
+        .with::<dsh_store_postgres::PostgresPersistencePlugin>()
         .with::<dsh_store::CheckpointPolicyPlugin>()
         .with::<dsh_attachments::AttachmentsPlugin>()
         .with::<dsh_llm::LlmPlugin>()
@@ -67,6 +68,9 @@ pub fn register_event_types() -> Result<(), SessionError> {
     dsh_compaction::invariant::register()
 }
 
+const POSTGRES_PLUGIN: &str =
+    <dsh_store_postgres::PostgresPersistencePlugin as dsh_kernel::Plugin>::NAME;
+
 /// Where session logs live: `$DSH_HOME/sessions`.
 pub fn sessions_root(settings: &Settings) -> PathBuf {
     settings.home.value.join("sessions")
@@ -108,6 +112,9 @@ pub fn boot_composition_with_user_id(settings: &Settings, user_id: Option<String
             continue;
         }
         let derived = match row.id.as_str() {
+            config::PERSISTENCE_ROW if row.plugin == POSTGRES_PLUGIN => {
+                settings.store.postgres_config()
+            }
             config::PERSISTENCE_ROW => Some(json!({ "root": sessions_root(settings) })),
             config::ATTACHMENTS_ROW => Some(json!({ "root": attachments_root(settings) })),
             config::LLM_OPENAI_ROW => serde_json::to_value(OpenAiConfig {
@@ -417,32 +424,6 @@ pub fn approval_config(settings: &Settings) -> ApprovalSettings {
             .map(|rule| rule.value.clone())
             .collect(),
     }
-}
-
-/// The persistence row's config as mounted (so the session commands read the same root, in
-/// the same encoding, as runs write).
-pub fn persistence_config(
-    settings: &Settings,
-) -> Result<dsh_store::JsonlPersistenceConfig, AppError> {
-    let composition = boot_composition(settings);
-    let row = composition
-        .rows
-        .iter()
-        .find(|row| row.plugin == <dsh_store::JsonlPersistencePlugin as dsh_kernel::Plugin>::NAME)
-        .filter(|row| !row.disabled);
-    let Some(row) = row else {
-        return Err(AppError::MissingPart {
-            service: "session store",
-            row: config::PERSISTENCE_ROW,
-        });
-    };
-    serde_json::from_value(row.config.clone()).map_err(|error| {
-        AppError::Mount(dsh_kernel::KernelError::InvalidConfig {
-            id: row.id.clone(),
-            plugin: row.plugin.clone(),
-            message: error.to_string(),
-        })
-    })
 }
 
 /// Whether `path` is a directory we can work in, as its canonical form.

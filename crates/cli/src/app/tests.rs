@@ -188,10 +188,12 @@ fn derived_rows_follow_the_settings_unless_a_patch_sets_their_config() {
     let approval: dsh_tools_builtin::ApprovalSettings =
         serde_json::from_value(row(&composition, "approval").clone()).unwrap();
     assert_eq!(approval.rules.len(), 2);
-    assert_eq!(
-        persistence_config(&settings).unwrap().root,
-        std::path::PathBuf::from("/elsewhere")
-    );
+    match open_store(&settings).unwrap() {
+        OpenedStore::Files(files) => {
+            assert_eq!(files.layout().root(), std::path::Path::new("/elsewhere"))
+        }
+        other => panic!("expected the file store, got {other:?}"),
+    }
 
     let plain = home(None, &[]);
     let plain_settings = settings_of(&plain, &Overrides::default());

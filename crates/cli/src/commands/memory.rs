@@ -8,7 +8,7 @@ use super::sessions::{format_time, Store};
 use super::{exit, stderr_line};
 use dsh_memory::index::{MARK_END, MARK_START};
 use dsh_memory::{EventFilter, MemoryIndex, SessionFilter, SessionHit, INDEX_FILE};
-use dsh_store::{display_cwd, recorded_cwd, SessionPersistence};
+use dsh_store::{display_cwd, recorded_cwd};
 use serde_json::json;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ fn open_synced(store: &Store) -> anyhow::Result<MemoryIndex> {
     if let Some(notice) = notice {
         stderr_line(format_args!("dsh: note: {notice}"));
     }
-    let report = index.sync(&store.backend)?;
+    let report = index.sync(store.persistence())?;
     if !report.unreadable.is_empty() {
         stderr_line(format_args!(
             "dsh: note: {} session log(s) could not be read and are searched as last indexed \
@@ -174,7 +174,7 @@ pub(super) fn reindex(store: &Store, out: &mut dyn Write) -> anyhow::Result<u8> 
         stderr_line(format_args!("dsh: note: {notice}"));
     }
     index.clear()?;
-    let report = index.sync(&store.backend)?;
+    let report = index.sync(store.persistence())?;
     index.checkpoint()?;
     let stats = index.stats()?;
     writeln!(
@@ -205,7 +205,7 @@ pub(super) fn show_at(
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let id = store.resolve(query)?;
-    let stored = store.backend.load(&id)?;
+    let stored = store.persistence().load(&id)?;
     let Some(last) = stored.events.last().map(|e| e.seq) else {
         anyhow::bail!("session {} has no events", id.as_str());
     };

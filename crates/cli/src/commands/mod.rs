@@ -19,6 +19,7 @@ mod config;
 mod interactive;
 mod mcp;
 mod memory;
+mod migrate;
 mod plan_ui;
 mod rename;
 mod repair;
@@ -350,6 +351,17 @@ pub enum SessionsCommand {
         /// Output file (`-` for stdout) [default: ./<id>.dsh-session.jsonl]
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Copy every stored session (or one workspace's) into the other backend, verifying
+    /// each copy; safe to rerun after an interruption; the source is left untouched
+    Migrate {
+        /// The backend to copy into: postgres (from the files under $DSH_HOME/sessions) or
+        /// files (from the database [store] url / DSH_DATABASE_URL names)
+        #[arg(long, value_name = "BACKEND", value_parser = word::<crate::config::StoreBackend>())]
+        to: crate::config::StoreBackend,
+        /// Only the sessions that ran in this workspace directory
+        #[arg(long, value_name = "PATH")]
+        workspace: Option<PathBuf>,
     },
 }
 

@@ -16,6 +16,7 @@
 
 use super::exit;
 use super::sessions::Store;
+use crate::app::OpenedStore;
 use dsh_protocol::SessionId;
 use dsh_store::{read_log, Compression, LogLock, SessionPersistence, StoreError};
 use std::io::Write;
@@ -55,9 +56,13 @@ fn lock(id: &SessionId, path: &Path) -> anyhow::Result<LogLock> {
 
 pub(super) fn repair(store: &Store, query: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
     let id = store.resolve(query)?;
-    let path = store.backend.locate(&id)?;
+    let files = match &store.backend {
+        OpenedStore::Files(files) => files,
+        OpenedStore::Postgres(_) => return repair_in_database(store, &id, out),
+    };
+    let path = files.locate(&id)?;
     let held = lock(&id, &path)?;
-    let inspection = store.backend.inspect(&id);
+    let inspection = files.inspect(&id);
     if let Ok(inspection) = &inspection {
         if !inspection.needs_repair() {
             writeln!(out, "{}: nothing to repair", id.as_str())?;
@@ -74,8 +79,8 @@ pub(super) fn repair(store: &Store, query: &str, out: &mut dyn Write) -> anyhow:
         }
         Err(error) => return Err(error.context(restore(&held, &original, &backup))),
     }
-    let prepared = store.backend.prepare_locked(&id, &held);
-    store.backend.release(&id);
+    let prepared = files.prepare_locked(&id, &held);
+    files.release(&id);
     match prepared {
         Ok(prepared) => {
             if let Some(tail) = &prepared.torn_tail {
@@ -99,6 +104,39 @@ pub(super) fn repair(store: &Store, query: &str, out: &mut dyn Write) -> anyhow:
         }
         Err(error) => Err(anyhow::Error::new(error).context(restore(&held, &original, &backup))),
     }
+}
+
+/// The repair of a session in a database: transactions leave no torn tail and no damaged
+/// record to cut, so it is the resume repair alone (closing a turn a crash left open),
+/// taken under the session's writer lock like a resume. It only appends, so no backup.
+fn repair_in_database(store: &Store, id: &SessionId, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let persistence = store.persistence();
+    if !persistence.inspect(id)?.needs_repair() {
+        writeln!(out, "{}: nothing to repair", id.as_str())?;
+        return Ok(exit::SUCCESS);
+    }
+    let prepared = persistence.prepare(id);
+    persistence.release(id);
+    let prepared = prepared.map_err(|error| match error {
+        StoreError::Locked { .. } => anyhow::anyhow!(
+            "session {} is open for writing in another process (a running `dsh`); it was \
+             not touched. Let that process finish or stop it, then repair",
+            id.as_str()
+        ),
+        other => anyhow::Error::new(other).context(format!("cannot repair {}", id.as_str())),
+    })?;
+    writeln!(
+        out,
+        "closed the open turn with {} events",
+        prepared.closers.len()
+    )?;
+    writeln!(
+        out,
+        "{}: repaired in {}",
+        id.as_str(),
+        store.backend.describe()
+    )?;
+    Ok(exit::SUCCESS)
 }
 
 /// Puts the original bytes back (the repair failed part-way) and drops the copy; the copy

@@ -7,21 +7,21 @@
 
 use super::repair;
 use super::{exit, stderr_line, GlobalArgs, SessionsCommand, UsageError};
-use crate::app::{find_session, persistence_config, sessions_of, Runtime};
+use crate::app::{find_session, open_store, sessions_of, OpenedStore, Runtime};
 use crate::config::{load, Env};
 use crate::tui::{transcript_lines, Transcript};
 use dsh_protocol::SessionId;
 use dsh_store::{
-    display_cwd, read_log, Compression, JsonlBackend, JsonlConfig, SessionPersistence,
-    SessionSummary, StoreError,
+    display_cwd, read_log, Compression, SessionPersistence, SessionSummary, StoreError,
 };
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The store the settings point at (same root and encoding as runs write).
+/// The store the settings point at (same root and encoding, or the same database, as runs
+/// write).
 pub(super) struct Store {
-    pub backend: JsonlBackend,
+    pub backend: OpenedStore,
     pub workspace: PathBuf,
     /// The image attachment store (`$DSH_HOME/attachments/v1`), for export.
     pub attachments: PathBuf,
@@ -32,12 +32,7 @@ pub(super) struct Store {
 impl Store {
     fn open(global: &GlobalArgs, env: &dyn Env) -> anyhow::Result<Self> {
         let settings = load(env, &global.overrides())?;
-        let config = persistence_config(&settings)?;
-        let backend = JsonlBackend::new(JsonlConfig {
-            root: config.root,
-            compression: config.compression,
-            pack_chunks: config.pack_chunks,
-        });
+        let backend = open_store(&settings)?;
         // Sessions of a directory that no longer exists (or of another machine) are still
         // listed by the path they recorded.
         let cwd = match &global.cwd {
@@ -53,8 +48,13 @@ impl Store {
         })
     }
 
+    /// The store through the persistence seam, whichever backend it is.
+    pub fn persistence(&self) -> &dyn SessionPersistence {
+        self.backend.persistence()
+    }
+
     pub fn resolve(&self, query: &str) -> anyhow::Result<SessionId> {
-        Ok(SessionId::new(find_session(&self.backend, query)?.id))
+        Ok(SessionId::new(find_session(self.persistence(), query)?.id))
     }
 }
 
@@ -64,6 +64,10 @@ pub(super) fn sessions(
     env: &dyn Env,
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
+    if let SessionsCommand::Migrate { to, workspace } = command {
+        // Opens both backends itself, whichever one the settings select.
+        return super::migrate::migrate(global, *to, workspace.as_deref(), env, out);
+    }
     let store = Store::open(global, env)?;
     match command {
         SessionsCommand::List { all, json, flat } => list(&store, *all, *json, *flat, out),
@@ -86,7 +90,7 @@ pub(super) fn sessions(
         SessionsCommand::Fork { id, at } => {
             let source = store.resolve(id)?;
             let child = Runtime::new_session_id();
-            let header = dsh_store::fork_stored(&store.backend, &source, *at, child)?;
+            let header = dsh_store::fork_stored(store.persistence(), &source, *at, child)?;
             writeln!(out, "{}", header.id.as_str())?;
             Ok(exit::SUCCESS)
         }
@@ -94,6 +98,10 @@ pub(super) fn sessions(
         // Boots a runtime (it calls a model), unlike the store-only commands.
         SessionsCommand::Compact { id } => super::compact::compact(global, id, env, out),
         SessionsCommand::Rename { id, title } => super::rename::rename(global, id, title, env, out),
+        // Dispatched above, before a store is opened; the same call here keeps the match whole.
+        SessionsCommand::Migrate { to, workspace } => {
+            super::migrate::migrate(global, *to, workspace.as_deref(), env, out)
+        }
     }
 }
 
@@ -148,11 +156,11 @@ fn list(
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let summaries: Vec<SessionSummary> = if all {
-        store.backend.list()?
+        store.persistence().list()?
     } else {
-        sessions_of(&store.backend, &store.workspace)?
+        sessions_of(store.persistence(), &store.workspace)?
     };
-    if let Some(problem) = store.backend.index_problem() {
+    if let Some(problem) = store.backend.files().and_then(|f| f.index_problem()) {
         stderr_line(format_args!(
             "dsh: note: {problem}; listed by reading every session log instead"
         ));
@@ -223,7 +231,11 @@ fn list(
 /// The stored log's header and events as JSON values (packed rows expanded, a torn tail
 /// left out), exactly as stored otherwise.
 pub(super) fn raw_log(store: &Store, id: &SessionId) -> anyhow::Result<(Value, Vec<Value>)> {
-    let path = store.backend.locate(id)?;
+    let files = match &store.backend {
+        OpenedStore::Files(files) => files,
+        OpenedStore::Postgres(pg) => return Ok(pg.raw_log(id)?),
+    };
+    let path = files.locate(id)?;
     let compression = Compression::of_path(&path).unwrap_or_default();
     let log = read_log(&path, compression, Some(id.as_str()))?;
     Ok((log.header.to_value(), log.events))
@@ -239,7 +251,7 @@ fn show(store: &Store, query: &str, json: bool, out: &mut dyn Write) -> anyhow::
         }
         return Ok(exit::SUCCESS);
     }
-    let stored = store.backend.load(&id)?;
+    let stored = store.persistence().load(&id)?;
     let header = &stored.header;
     writeln!(
         out,
@@ -349,7 +361,7 @@ fn verify(
     let ids: Vec<SessionId> = match (query, all) {
         (Some(query), false) => vec![store.resolve(query)?],
         (None, true) => store
-            .backend
+            .persistence()
             .list()?
             .into_iter()
             .map(|s| SessionId::new(s.id))
@@ -358,7 +370,7 @@ fn verify(
     };
     let mut corrupt = 0usize;
     for id in &ids {
-        match store.backend.inspect(id) {
+        match store.persistence().inspect(id) {
             Ok(inspection) if !inspection.needs_repair() => writeln!(
                 out,
                 "ok       {}  {} events  {}",

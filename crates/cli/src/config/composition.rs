@@ -10,7 +10,9 @@ use std::path::Path;
 
 /// Row id of the session log service.
 pub const SESSIONS_ROW: &str = "sessions";
-/// Row id of the on-disk session store (JSONL/zstd under `$DSH_HOME/sessions`).
+/// Row id of the session store: the JSONL/zstd files under `$DSH_HOME/sessions`, or the
+/// PostgreSQL plugin when `[store] backend = "postgres"` (the id stays, so `[[plugins]]`
+/// patches of it keep working).
 pub const PERSISTENCE_ROW: &str = "session-persistence-jsonl";
 /// Row id of the flush-before-side-effects policy.
 pub const CHECKPOINT_ROW: &str = "session-checkpoint-policy";
@@ -134,6 +136,16 @@ pub fn default_composition() -> Composition {
             null(AGENT_LOOP_ROW, dsh_agent_loop::AgentLoopPlugin::NAME),
             null(SUBAGENTS_ROW, dsh_subagents::SubagentsPlugin::NAME),
         ],
+    }
+}
+
+/// Mounts the PostgreSQL session store in the persistence row (`[store] backend =
+/// "postgres"`); its config is derived from `[store]` at boot like the file store's.
+pub(crate) fn select_postgres(composition: &mut Composition) {
+    for row in &mut composition.rows {
+        if row.id == PERSISTENCE_ROW {
+            row.plugin = dsh_store_postgres::PostgresPersistencePlugin::NAME.to_owned();
+        }
     }
 }
 

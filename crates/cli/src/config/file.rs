@@ -37,6 +37,8 @@ pub(crate) struct FileLayer {
     /// `[prices]`.
     pub prices: super::prices::PricesLayer,
     pub mcp: super::mcp::McpLayer,
+    /// `[store]`.
+    pub store: super::store::StoreLayer,
 }
 
 /// One `[providers.<route>]` table.
@@ -77,6 +79,7 @@ const TOP: &[&str] = &[
     "compaction",
     "mcp_servers",
     "prices",
+    "store",
 ];
 const MODEL: &[&str] = &["provider", "model"];
 const PROVIDER: &[&str] = &[
@@ -143,6 +146,7 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<FileLayer, ConfigError> {
             "tools" => read_tools(&doc, node, &mut layer)?,
             "compaction" => layer.compaction = super::compaction::read(&doc, node)?,
             "prices" => layer.prices = super::prices::read(&doc, node)?,
+            "store" => layer.store = super::store::read(&doc, node)?,
             "skills" => {
                 let table = doc.table("skills", node)?;
                 doc.check_keys("skills", table, SKILLS)?;

@@ -40,6 +40,9 @@
 //! threshold_ratio = 0.8                 # summarise older history at 80% of the window
 //! retain_ratio = 0.16                   # keep the newest 16% verbatim (or retain_tokens)
 //!
+//! [store]                               # where sessions live (docs/postgres.md)
+//! backend = "files"                     # files | postgres (then url or DSH_DATABASE_URL)
+//!
 //! [[plugins]]                           # patch a composition row by id
 //! id = "tools"
 //! config = { }
@@ -65,6 +68,7 @@ mod reader;
 mod settings;
 mod show;
 mod source;
+mod store;
 mod tree;
 
 pub use compaction::{
@@ -90,6 +94,7 @@ pub use settings::{
 };
 pub use show::{render_json, render_text};
 pub use source::{Location, Source, Sourced};
+pub use store::{mask_url, DatabaseUrl, StoreBackend, StoreSettings, DATABASE_URL_ENV};
 pub(crate) use tree::line_of;
 
 use std::path::PathBuf;

@@ -59,6 +59,8 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub tools: ToolSettings,
     pub compaction: CompactionSettings,
+    /// `[store]`: which backend stores sessions, and where.
+    pub store: super::store::StoreSettings,
     pub skills: SkillSettings,
     /// `[ui]`: the terminal UI.
     pub ui: UiSettings,
@@ -479,7 +481,16 @@ pub(crate) fn resolve(
 
     let compaction = super::compaction::resolve(&file.compaction, &providers, &settings_path)?;
 
+    let store = super::store::resolve(
+        &file.store,
+        env_text(env, super::store::DATABASE_URL_ENV)?,
+        &settings_path,
+    )?;
+
     let mut composition = default_composition();
+    if store.backend.value == super::store::StoreBackend::Postgres {
+        super::composition::select_postgres(&mut composition);
+    }
     let mut row_sources: BTreeMap<String, Source> = composition
         .rows
         .iter()
@@ -524,6 +535,7 @@ pub(crate) fn resolve(
             web_fetch_allow_private: allow_private,
         },
         compaction,
+        store,
         skills,
         ui: UiSettings {
             theme: match &file.ui_theme {

@@ -71,6 +71,7 @@ pub fn render_text(settings: &Settings) -> String {
     );
     blocks.push(tools);
     blocks.push(compaction_block(&settings.compaction));
+    blocks.push(store_block(&settings.store));
 
     let mut skills = Block::new(Some("[skills]".into()));
     skills.sourced("dirs", &settings.skills.dirs, |dirs| {
@@ -176,6 +177,21 @@ fn provider_block(provider: &Provider) -> Block {
         &limits.max_response_bytes,
         ToString::to_string,
     );
+    block
+}
+
+/// `[store]`: the URL with its password hidden.
+fn store_block(store: &super::StoreSettings) -> Block {
+    let mut block = Block::new(Some("[store]".into()));
+    block.sourced("backend", &store.backend, |v| format!("\"{v}\""));
+    block.sourced("url", &store.url, |v| match v {
+        Some(url) => format!("{:?}", url.masked()),
+        None => "none".into(),
+    });
+    block.sourced("password_env", &store.password_env, |v| match v {
+        Some(var) => format!("{var:?}"),
+        None => "none (the URL, PGPASSWORD or ~/.pgpass)".into(),
+    });
     block
 }
 
@@ -403,6 +419,11 @@ pub fn render_json(settings: &Settings) -> Value {
         "sandbox": { "mode": sourced(&settings.sandbox.mode, |v| word(v)) },
         "tools": tools,
         "compaction": compaction_json(&settings.compaction),
+        "store": {
+            "backend": sourced(&settings.store.backend, |v| word(v)),
+            "url": sourced(&settings.store.url, |v| json!(v.as_ref().map(|u| u.masked()))),
+            "password_env": sourced(&settings.store.password_env, |v| json!(v)),
+        },
         "skills": {
             "dirs": sourced(&settings.skills.dirs, |dirs| {
                 json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>())
@@ -469,6 +490,10 @@ pub(crate) fn redact(value: &Value) -> Value {
                 .map(|(k, v)| {
                     let shown = if is_secret_name(k) && !v.is_null() {
                         json!(HIDDEN)
+                    } else if let Value::String(url) = v {
+                        // A connection URL (`[store]`'s, in a patched row) may hold a
+                        // password in its userinfo or query.
+                        Value::String(super::store::mask_url(url))
                     } else {
                         redact(v)
                     };

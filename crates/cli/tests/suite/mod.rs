@@ -14,6 +14,8 @@ mod mcp_config;
 mod mcp_list;
 mod memory;
 mod modes;
+mod pg_cluster;
+mod postgres;
 mod run;
 mod run_support;
 mod sdk;

@@ -5,6 +5,7 @@ mod errors;
 mod layers;
 mod models;
 mod show;
+mod store;
 
 use super::*;
 use dsh_llm::Modality;
