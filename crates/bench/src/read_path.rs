@@ -89,7 +89,9 @@ fn read_step(at: &mut Cursor, step: u64, opened: bool) -> [Vec<Value>; 3] {
     let mut start = Vec::new();
     if !opened {
         let (s, t) = at.next();
-        start.push(json!({"type": "step/start", "seq": s, "time": t, "data": {"turn": 1, "step": step}}));
+        start.push(
+            json!({"type": "step/start", "seq": s, "time": t, "data": {"turn": 1, "step": step}}),
+        );
     }
     let first_chunk = at.seq;
     let chunks = vec![
@@ -159,7 +161,9 @@ fn answer_step(at: &mut Cursor, step: u64) -> Vec<Value> {
     let answer = "Read every module; nothing needs changing.";
     let mut events = Vec::new();
     let (s, t) = at.next();
-    events.push(json!({"type": "step/start", "seq": s, "time": t, "data": {"turn": 1, "step": step}}));
+    events.push(
+        json!({"type": "step/start", "seq": s, "time": t, "data": {"turn": 1, "step": step}}),
+    );
     let first_chunk = at.seq;
     for chunk in [
         json!({"type": "block-start", "index": 0, "blockType": "text"}),
@@ -179,7 +183,8 @@ fn answer_step(at: &mut Cursor, step: u64) -> Vec<Value> {
             "id": "e0d1cad5-1b48-4919-8a91-1f2249d7f40e"}},
         "sourceEventSeqs": (first_chunk..first_chunk + 5).collect::<Vec<_>>(), "surfaceOp": "append"}));
     let (s, t) = at.next();
-    events.push(json!({"type": "step/end", "seq": s, "time": t, "data": {"turn": 1, "step": step}}));
+    events
+        .push(json!({"type": "step/end", "seq": s, "time": t, "data": {"turn": 1, "step": step}}));
     let (s, t) = at.next();
     events.push(json!({"type": "turn/end", "seq": s, "time": t, "data": {"turn": 1, "reason": {"kind": "completed"}}}));
     events
@@ -200,7 +205,9 @@ pub fn write_long_log(root: &Path, read_steps: u64) -> anyhow::Result<LongLog> {
     let (header_value, prefix) = fixture_prefix()?;
     let mut header = LogHeader::new(
         header_value["id"].as_str().context("fixture header id")?,
-        header_value["createdAt"].as_u64().context("fixture header time")?,
+        header_value["createdAt"]
+            .as_u64()
+            .context("fixture header time")?,
     );
     header.cwd = Some(CWD.into());
     let id = SessionId::new(header.id.clone());

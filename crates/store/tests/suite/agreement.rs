@@ -60,7 +60,9 @@ enum Damage {
     /// Zero bytes after the data (space a crash allocated).
     ZeroFill(usize),
     /// A line that is not JSON, optionally followed by a committed turn end.
-    Garbage { then_turn_end: bool },
+    Garbage {
+        then_turn_end: bool,
+    },
     /// One byte flipped somewhere in the file.
     Flip(usize),
 }
@@ -90,7 +92,10 @@ fn apply(events: &mut Vec<Value>, edit: &Edit) {
         Edit::DataField { at } => {
             let at = pick(*at, events.len());
             if let Some(Value::Object(data)) = events.get_mut(at).and_then(|e| e.get_mut("data")) {
-                data.insert("futureField".into(), json!({"from": "a newer build", "n": [1, 2]}));
+                data.insert(
+                    "futureField".into(),
+                    json!({"from": "a newer build", "n": [1, 2]}),
+                );
             }
         }
         Edit::EnvelopeField { at } => {
