@@ -242,7 +242,6 @@ pub fn write_long_log(root: &Path, read_steps: u64) -> anyhow::Result<LongLog> {
         batch(tool)?;
     }
     batch(answer_step(&mut at, read_steps + 1))?;
-    drop(batch);
     let file_bytes = std::fs::metadata(&path)?.len();
     Ok(LongLog {
         id,
