@@ -18,6 +18,7 @@ mod mcp_call;
 mod memory;
 mod memory_step;
 mod postgres;
+mod read_path;
 mod sandbox_spawn;
 mod session_append;
 mod session_list;
@@ -63,6 +64,11 @@ const BENCHES: &[Bench] = &[
         name: "session-resume",
         about: "resume a 100k-event session from disk (budget: <= 150 ms)",
         run: session_resume::run,
+    },
+    Bench {
+        name: "read-path",
+        about: "a 1,000-step session read back: read + validate 10k/100k events (<= 8/80 ms), resume to the first request byte (<= 12 ms), `dsh sessions verify` (<= 12 ms)",
+        run: read_path::run,
     },
     Bench {
         name: "session-list",

@@ -5,6 +5,7 @@
 //! only damage the last frame, and the frames before it stay readable.
 
 use std::io::{self, Read};
+use std::ops::Range;
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 use zstd::zstd_safe::CParameter;
@@ -22,12 +23,12 @@ pub(crate) fn encode_frame(text: &[u8]) -> io::Result<Vec<u8>> {
     compressor.compress(text)
 }
 
-/// One decoded frame.
+/// One decoded frame: where it sits in the file and its text in [`DecodedFrames::text`].
 #[derive(Debug)]
 pub(crate) struct DecodedFrame {
     pub location: FrameLocation,
-    /// The decoded text (all of it, or as much as an incomplete frame yielded).
-    pub text: Vec<u8>,
+    /// The decoded text's bytes (all of it, or as much as an incomplete frame yielded).
+    pub range: Range<usize>,
     /// False for a final frame the file ends inside of.
     pub complete: bool,
 }
@@ -46,16 +47,28 @@ pub(crate) enum FramesEnd {
     },
 }
 
+/// Every frame's text, decoded back to back into one buffer: a log of thousands of small
+/// frames costs one growing allocation, not one per frame plus a copy out of a scratch
+/// buffer.
 #[derive(Debug)]
 pub(crate) struct DecodedFrames {
+    pub text: Vec<u8>,
     pub frames: Vec<DecodedFrame>,
     pub end: FramesEnd,
+}
+
+impl DecodedFrames {
+    /// The text of one frame.
+    pub fn text_of(&self, frame: &DecodedFrame) -> &[u8] {
+        self.text.get(frame.range.clone()).unwrap_or_default()
+    }
 }
 
 /// Decodes every frame of a log, stopping at the first damage.
 pub(crate) fn decode_frames(data: &[u8]) -> io::Result<DecodedFrames> {
     let mut decoder = Decoder::new()?;
-    let mut out = vec![0u8; OUT_CHUNK];
+    // JSON compresses 2-4x; a guess that saves most regrowth without trusting the input.
+    let mut text = Vec::with_capacity(data.len().saturating_mul(3).min(MAX_RESERVE));
     let mut frames = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
@@ -67,84 +80,98 @@ pub(crate) fn decode_frames(data: &[u8]) -> io::Result<DecodedFrames> {
             let end = FramesEnd::ZeroFilled {
                 offset: location.offset,
             };
-            return Ok(DecodedFrames { frames, end });
+            return Ok(DecodedFrames { text, frames, end });
         }
-        let frame = match decode_frame(&mut decoder, &data[pos..], &mut out)? {
+        let start = text.len();
+        let frame = match decode_frame(&mut decoder, &data[pos..], &mut text)? {
             Ok(frame) => frame,
             Err(message) => {
                 // An append torn by a power loss can leave the start of its frame followed
                 // by blocks the filesystem allocated but never wrote: that is a torn frame
                 // and zero fill, not damage.
-                if let Some((frame, zeros_at)) =
-                    torn_before_zeros(&mut decoder, &data[pos..], &mut out)?
-                {
+                if let Some(zeros_at) = torn_before_zeros(&mut decoder, &data[pos..], &mut text)? {
                     frames.push(DecodedFrame {
                         location,
-                        text: frame.text,
+                        range: start..text.len(),
                         complete: false,
                     });
                     let end = FramesEnd::ZeroFilled {
                         offset: (pos + zeros_at) as u64,
                     };
-                    return Ok(DecodedFrames { frames, end });
+                    return Ok(DecodedFrames { text, frames, end });
                 }
                 let end = FramesEnd::Damaged { location, message };
-                return Ok(DecodedFrames { frames, end });
+                return Ok(DecodedFrames { text, frames, end });
             }
         };
         pos += frame.consumed;
         frames.push(DecodedFrame {
             location,
-            text: frame.text,
+            range: start..text.len(),
             complete: frame.complete,
         });
     }
     Ok(DecodedFrames {
+        text,
         frames,
         end: FramesEnd::Clean,
     })
 }
 
-/// One frame decoded from the start of some bytes.
+/// The most output space reserved ahead on the word of a frame header or a size guess.
+const MAX_RESERVE: usize = 64 << 20;
+
+/// How one frame decoded from the start of some bytes.
 struct FrameText {
-    text: Vec<u8>,
     /// Bytes of input the frame took (all of them when it is incomplete).
     consumed: usize,
     /// False when the input ended inside the frame.
     complete: bool,
 }
 
-/// Decodes the frame at the start of `data`; `Ok(Err(message))` when it does not decode.
+/// Decodes the frame at the start of `data`, appending its text to `text`;
+/// `Ok(Err(message))` when it does not decode, and then `text` is left as it was.
 fn decode_frame(
     decoder: &mut Decoder<'_>,
     data: &[u8],
-    out: &mut [u8],
+    text: &mut Vec<u8>,
 ) -> io::Result<Result<FrameText, String>> {
     decoder.reinit()?;
-    let mut text = Vec::new();
+    let start = text.len();
+    // The header says how big the frame is (ours always do); trust it only so far.
+    let declared = zstd::zstd_safe::get_frame_content_size(data)
+        .ok()
+        .flatten()
+        .map_or(OUT_CHUNK, |n| usize::try_from(n).unwrap_or(MAX_RESERVE));
+    text.reserve(declared.clamp(1, MAX_RESERVE));
     let mut consumed = 0usize;
     loop {
+        if text.capacity() == text.len() {
+            text.reserve(OUT_CHUNK);
+        }
+        let room = text.capacity() - text.len();
         let mut input = InBuffer::around(&data[consumed..]);
-        let mut output = OutBuffer::around(&mut out[..]);
+        let before = text.len();
+        let mut output = OutBuffer::around_pos(text, before);
         let remaining = match decoder.run(&mut input, &mut output) {
             Ok(remaining) => remaining,
-            Err(err) => return Ok(Err(err.to_string())),
+            Err(err) => {
+                text.truncate(start);
+                return Ok(Err(err.to_string()));
+            }
         };
+        let produced = output.pos() - before;
         consumed += input.pos();
-        let produced = output.pos();
-        text.extend_from_slice(&out[..produced]);
         if remaining == 0 {
             return Ok(Ok(FrameText {
-                text,
                 consumed,
                 complete: true,
             }));
         }
-        // All input consumed and the output buffer not filled: the decoder is waiting
-        // for bytes the file does not have.
-        if consumed == data.len() && produced < out.len() {
+        // All input consumed and the output space not filled: the decoder is waiting for
+        // bytes the file does not have.
+        if consumed == data.len() && produced < room {
             return Ok(Ok(FrameText {
-                text,
                 consumed,
                 complete: false,
             }));
@@ -153,12 +180,13 @@ fn decode_frame(
 }
 
 /// When `data` (a frame that does not decode) ends in zeros and what precedes them is the
-/// unfinished start of a frame, that frame and where the zeros begin.
+/// unfinished start of a frame, that frame's text is appended to `text` and where the
+/// zeros begin is returned.
 fn torn_before_zeros(
     decoder: &mut Decoder<'_>,
     data: &[u8],
-    out: &mut [u8],
-) -> io::Result<Option<(FrameText, usize)>> {
+    text: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
     let written = data
         .iter()
         .rposition(|b| *b != 0)
@@ -166,9 +194,14 @@ fn torn_before_zeros(
     if written == data.len() {
         return Ok(None);
     }
-    Ok(match decode_frame(decoder, &data[..written], out)? {
-        Ok(frame) if !frame.complete => Some((frame, written)),
-        _ => None,
+    let start = text.len();
+    Ok(match decode_frame(decoder, &data[..written], text)? {
+        Ok(frame) if !frame.complete => Some(written),
+        Ok(_) => {
+            text.truncate(start);
+            None
+        }
+        Err(_) => None,
     })
 }
 
@@ -232,7 +265,7 @@ mod tests {
                 (
                     f.location.index,
                     f.location.offset,
-                    f.text.clone(),
+                    decoded.text_of(f).to_vec(),
                     f.complete,
                 )
             })
@@ -264,7 +297,7 @@ mod tests {
         assert_eq!(decoded.end, FramesEnd::Clean);
         let last = &decoded.frames[1];
         assert!(!last.complete);
-        assert!(text.starts_with(&last.text));
+        assert!(text.starts_with(decoded.text_of(last)));
     }
 
     #[test]
@@ -312,7 +345,7 @@ mod tests {
             (last.location.offset, last.complete),
             (second as u64, false)
         );
-        assert!(text.starts_with(&last.text));
+        assert!(text.starts_with(decoded.text_of(last)));
         // zeros after bytes that cannot start a frame are still damage
         let mut garbage = whole.clone();
         garbage.extend_from_slice(b"not a frame");

@@ -114,7 +114,7 @@ fn split_lines<'a>(
     base_offset: u64,
     complete_container: bool,
     out: &mut Vec<Line<'a>>,
-) {
+) -> u64 {
     let mut start = 0usize;
     let mut line = first_line;
     while start < text.len() {
@@ -135,6 +135,8 @@ fn split_lines<'a>(
         line += 1;
         start = end + 1;
     }
+    // The number the next line gets.
+    line
 }
 
 /// Reads and checks a whole log.
@@ -241,7 +243,9 @@ pub(crate) fn parse_records(
     let mut lines = Vec::new();
     let mut end_tail = None;
     match compression {
-        Compression::None => split_lines(data, 1, None, 0, false, &mut lines),
+        Compression::None => {
+            split_lines(data, 1, None, 0, false, &mut lines);
+        }
         Compression::Zstd => {
             decoded = frames::decode_frames(data)
                 .map_err(|e| StoreError::io("decode zstd frames of", path, e))?;
@@ -249,11 +253,8 @@ pub(crate) fn parse_records(
             for frame in &decoded.frames {
                 let loc = Some(frame.location);
                 let before = lines.len();
-                split_lines(&frame.text, next_line, loc, 0, frame.complete, &mut lines);
-                next_line += frame.text.iter().filter(|b| **b == b'\n').count() as u64;
-                if !frame.text.ends_with(b"\n") && !frame.text.is_empty() {
-                    next_line += 1;
-                }
+                let text = decoded.text_of(frame);
+                next_line = split_lines(text, next_line, loc, 0, frame.complete, &mut lines);
                 if !frame.complete {
                     // Even when every decoded line is whole, the frame is unverified and
                     // must be cut and its records written again.

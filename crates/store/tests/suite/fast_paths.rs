@@ -26,8 +26,12 @@ fn describe(err: StoreError) -> String {
 }
 
 /// What the general reader followed by typing yields.
-fn general(path: &Path, compression: Compression) -> Result<TypedLog, String> {
-    let log = read_log(path, compression, Some("s")).map_err(describe)?;
+pub(super) fn general(
+    path: &Path,
+    compression: Compression,
+    expected_id: Option<&str>,
+) -> Result<TypedLog, String> {
+    let log = read_log(path, compression, expected_id).map_err(describe)?;
     let events = log
         .events
         .iter()
@@ -50,9 +54,12 @@ fn general(path: &Path, compression: Compression) -> Result<TypedLog, String> {
 }
 
 #[track_caller]
-fn assert_readers_agree(path: &Path, compression: Compression) -> Result<TypedLog, String> {
+pub(super) fn assert_readers_agree(
+    path: &Path,
+    compression: Compression,
+) -> Result<TypedLog, String> {
     let fast = read_typed_log(path, compression, Some("s")).map_err(describe);
-    assert_eq!(fast, general(path, compression));
+    assert_eq!(fast, general(path, compression, Some("s")));
     fast
 }
 

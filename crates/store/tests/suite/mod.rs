@@ -1,3 +1,4 @@
+mod agreement;
 mod common;
 mod damage;
 mod durable;
