@@ -1,8 +1,10 @@
 //! The live indexer: a background thread fed by `session/event`, so a turn never waits on
 //! the index.
 //!
-//! The listener only clones an `Arc` into a bounded queue; when the queue is full (an index
-//! on a stalled disk) the event is dropped and the session is left for the next
+//! The listener only clones two `Arc`s (the session handle and the event) into a bounded
+//! queue: no lock, no allocation, no string copied on the turn's thread. The thread reads
+//! the session's header, notes it as live and writes; when the queue is full (an index on a
+//! stalled disk) the event is dropped and the session is left for the next
 //! [`MemoryIndex::sync`], which reads what is missing from the log. The thread takes what is
 //! queued in one go and writes one transaction per session.
 
@@ -18,7 +20,7 @@ use crate::index::{MemoryIndex, SessionMeta};
 const QUEUE: usize = 8_192;
 
 enum Job {
-    Event(SessionMeta, Arc<SessionEvent>),
+    Event(Session, Arc<SessionEvent>),
     Barrier(mpsc::Sender<()>),
 }
 
@@ -26,8 +28,9 @@ enum Job {
 #[derive(Clone, Debug)]
 pub struct Indexer {
     queue: SyncSender<Job>,
-    /// Sessions this process has published events of: a sync must not drop them for not
-    /// being on disk yet (a new session's log is created by its first flush).
+    /// Sessions this process has published events of (as far as the thread has taken
+    /// them): a sync must not drop them for not being on disk yet (a new session's log is
+    /// created by its first flush). [`Memory::sync`](crate::Memory::sync) flushes first.
     live: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -41,13 +44,12 @@ impl Indexer {
     /// Starts the thread over `index`.
     pub fn start(index: Arc<MemoryIndex>) -> std::io::Result<Self> {
         let (queue, jobs) = mpsc::sync_channel(QUEUE);
+        let live: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let seen = live.clone();
         std::thread::Builder::new()
             .name("dsh-memory-index".into())
-            .spawn(move || run(&index, &jobs))?;
-        Ok(Self {
-            queue,
-            live: Arc::default(),
-        })
+            .spawn(move || run(&index, &jobs, &seen))?;
+        Ok(Self { queue, live })
     }
 
     /// The ids of sessions this process published events of.
@@ -58,25 +60,13 @@ impl Indexer {
             .clone()
     }
 
-    /// Queues one published event; never blocks.
+    /// Queues one published event; never blocks. Runs on the thread that appended the
+    /// event (a turn's), so it only clones two `Arc`s.
     pub fn offer(&self, session: &Session, event: &Arc<SessionEvent>) {
-        let header = session.header();
+        match self
+            .queue
+            .try_send(Job::Event(session.clone(), event.clone()))
         {
-            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-            if !live.contains(header.id.as_str()) {
-                live.insert(header.id.as_str().to_owned());
-            }
-        }
-        let meta = SessionMeta {
-            id: header.id.as_str().to_owned(),
-            cwd: header.cwd.clone(),
-            created_at: header.created_at,
-            parent_session: header
-                .parent_session
-                .as_ref()
-                .map(|p| p.as_str().to_owned()),
-        };
-        match self.queue.try_send(Job::Event(meta, event.clone())) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
                 tracing::debug!("memory index queue full; the next sync catches up");
@@ -93,7 +83,20 @@ impl Indexer {
     }
 }
 
-fn run(index: &MemoryIndex, jobs: &Receiver<Job>) {
+fn meta_of(session: &Session) -> SessionMeta {
+    let header = session.header();
+    SessionMeta {
+        id: header.id.as_str().to_owned(),
+        cwd: header.cwd.clone(),
+        created_at: header.created_at,
+        parent_session: header
+            .parent_session
+            .as_ref()
+            .map(|p| p.as_str().to_owned()),
+    }
+}
+
+fn run(index: &MemoryIndex, jobs: &Receiver<Job>, live: &Mutex<HashSet<String>>) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while let Ok(more) = jobs.try_recv() {
@@ -107,14 +110,24 @@ fn run(index: &MemoryIndex, jobs: &Receiver<Job>) {
         let mut barriers = Vec::new();
         for job in batch {
             match job {
-                Job::Event(meta, event) => {
-                    let entry = sessions.entry(meta.id.clone()).or_insert_with(|| {
-                        order.push(meta.id.clone());
-                        (meta, Vec::new())
-                    });
-                    entry.1.push(event);
+                Job::Event(session, event) => {
+                    let id = session.id().as_str();
+                    if let Some(entry) = sessions.get_mut(id) {
+                        entry.1.push(event);
+                    } else {
+                        order.push(id.to_owned());
+                        sessions.insert(id.to_owned(), (meta_of(&session), vec![event]));
+                    }
                 }
                 Job::Barrier(done) => barriers.push(done),
+            }
+        }
+        {
+            let mut live = live.lock().unwrap_or_else(PoisonError::into_inner);
+            for id in &order {
+                if !live.contains(id) {
+                    live.insert(id.clone());
+                }
             }
         }
         for id in order {
