@@ -31,7 +31,7 @@ use crate::text::{clip, event_text, one_line};
 
 mod search;
 
-pub use search::WINDOW_ROWS;
+pub use search::{ROWS_PER_SESSION, WINDOW_ROWS};
 
 /// File name of the index under `$DSH_HOME/memory`.
 pub const INDEX_FILE: &str = "index.sqlite";

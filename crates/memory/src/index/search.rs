@@ -2,36 +2,42 @@
 //!
 //! Ranking is bounded. BM25 costs a lookup per matching row, and a word nearly every
 //! session holds matches tens of thousands of rows; ranking them all took 100–200 ms over
-//! 10k sessions. A search therefore ranks only the newest [`WINDOW_ROWS`] matching rows
-//! (rowid order, which FTS5 walks without reading rows: a session's key is in the rowid's
-//! high bits, and keys grow as sessions are first indexed), keeps the best row of each
-//! session in SQL, and reads snippets and session rows only for the sessions it returns.
-//! A query that matches fewer rows (anything selective) is ranked exactly; for one that
-//! matches more, sessions whose every match is older than the window are not returned,
-//! which for words that common means the most recent sessions win over equally weak older
-//! ones.
+//! 10k sessions. A search therefore ranks at most [`WINDOW_ROWS`] matching rows, newest
+//! first (rowid order, which FTS5 walks without reading rows: a session's key is in the
+//! rowid's high bits, and keys grow as sessions are first indexed), and at most
+//! [`ROWS_PER_SESSION`] of each session: it reads [`BATCH_ROWS`] at a time, and once a
+//! session has given its share the next batch starts below that session's rowid range, so
+//! one long session cannot fill the window. It keeps the best row of each session and
+//! reads snippets and session rows only for the sessions it returns. A query that matches
+//! fewer rows (anything selective) is ranked exactly; for one that matches more, sessions
+//! whose every match is older than the window are not returned, which for words that
+//! common means the most recent sessions win over equally weak older ones.
+
+use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
     from_sql, lock, rowid_range, scope_token, session_row, to_sql, EventFilter, EventHit,
-    MemoryIndex, SessionFilter, SessionHit, SEQ_MASK, SESSION_COLUMNS,
+    MemoryIndex, SessionFilter, SessionHit, SEQ_BITS, SEQ_MASK, SESSION_COLUMNS,
 };
 use crate::error::MemoryError;
 use crate::query::fts_expression;
 use crate::text::one_line;
 
-/// Matching rows a session search ranks (the newest ones).
-pub const WINDOW_ROWS: usize = 4_000;
+/// Matching rows a session search ranks at most (the newest ones).
+pub const WINDOW_ROWS: usize = 1_500;
+/// Matching rows of one session a search ranks at most (its newest ones).
+pub const ROWS_PER_SESSION: usize = 8;
+/// Rows read per query of a session search.
+const BATCH_ROWS: usize = 500;
 
-/// The window of newest matches (with every filter that can be checked per row), grouped
-/// to the best row of each session, best first.
+/// One batch of the newest matches below `?15` (with every filter that can be checked per
+/// row).
 const SESSIONS_SQL: &str = "
-SELECT w.k, w.rid, min(w.r) AS best
-FROM (
-    SELECT rowid AS rid, rowid >> 32 AS k, bm25(events, 1.0, 0.0) AS r
+    SELECT rowid, bm25(events, 1.0, 0.0)
     FROM events
-    WHERE events MATCH ?1
+    WHERE events MATCH ?1 AND rowid < ?15
       AND (?2 IS NULL OR rowid >> 32 IS NOT (SELECT key FROM sessions WHERE id = ?2))
       AND (?3 IS NULL OR (rowid & 4294967295) >= ?3)
       AND (?4 IS NULL OR (rowid & 4294967295) <= ?4)
@@ -47,13 +53,7 @@ FROM (
             AND (?13 IS NULL OR parent IN (SELECT value FROM json_each(?13))
                  OR (?14 AND parent IS NULL))))
     ORDER BY rowid DESC
-    LIMIT ?15
-) AS w
-JOIN sessions ON sessions.key = w.k
-WHERE (?16 IS NULL OR sessions.cwd = ?16)
-GROUP BY w.k
-ORDER BY best, w.k DESC
-LIMIT ?17";
+    LIMIT ?16";
 
 /// Matching events of one session (a rowid range), best first.
 const EVENTS_SQL: &str = "
@@ -101,45 +101,90 @@ impl MemoryIndex {
             || filter.parents.is_some();
         let conn = lock(&self.conn);
         let mut stmt = conn.prepare_cached(SESSIONS_SQL).map_err(self.err())?;
-        let best: Vec<(i64, i64, f64)> = stmt
-            .query_map(
-                params![
-                    expression,
-                    filter.exclude,
-                    events.seq_from.map(to_sql),
-                    events.seq_to.map(to_sql),
-                    events.time_from.map(to_sql),
-                    events.time_to.map(to_sql),
-                    json_list(events.types.as_ref()),
-                    json_list(events.surfaces.as_ref()),
-                    by_session.then_some(1),
-                    json_list(filter.ids.as_ref()),
-                    filter.created_from.map(to_sql),
-                    filter.created_to.map(to_sql),
-                    json_list(parents.as_ref()),
-                    roots,
-                    to_sql(WINDOW_ROWS as u64),
-                    filter.cwd,
-                    to_sql(limit as u64),
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .map_err(self.err())?
-            .collect::<Result<_, _>>()
-            .map_err(self.err())?;
-        drop(stmt);
-        let mut hits = Vec::with_capacity(best.len());
-        for (key, rowid, rank) in best {
-            let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? else {
-                continue;
+        // Per session key: rows ranked, and the best (rank, rowid).
+        let mut sessions: HashMap<i64, (usize, f64, i64)> = HashMap::new();
+        let mut ranked = 0;
+        let mut below = i64::MAX;
+        while ranked < WINDOW_ROWS {
+            let batch: Vec<(i64, f64)> = stmt
+                .query_map(
+                    params![
+                        expression,
+                        filter.exclude,
+                        events.seq_from.map(to_sql),
+                        events.seq_to.map(to_sql),
+                        events.time_from.map(to_sql),
+                        events.time_to.map(to_sql),
+                        json_list(events.types.as_ref()),
+                        json_list(events.surfaces.as_ref()),
+                        by_session.then_some(1),
+                        json_list(filter.ids.as_ref()),
+                        filter.created_from.map(to_sql),
+                        filter.created_to.map(to_sql),
+                        json_list(parents.as_ref()),
+                        roots,
+                        below,
+                        to_sql(BATCH_ROWS.min(WINDOW_ROWS - ranked) as u64),
+                    ],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(self.err())?
+                .collect::<Result<_, _>>()
+                .map_err(self.err())?;
+            let Some(&(last, _)) = batch.last() else {
+                break;
             };
+            let full = batch.len() == BATCH_ROWS.min(WINDOW_ROWS - ranked);
+            ranked += batch.len();
+            for (rowid, rank) in batch {
+                let entry = sessions
+                    .entry(rowid >> SEQ_BITS)
+                    .or_insert((0, f64::INFINITY, rowid));
+                if entry.0 < ROWS_PER_SESSION {
+                    entry.0 += 1;
+                    if rank < entry.1 {
+                        (entry.1, entry.2) = (rank, rowid);
+                    }
+                }
+            }
+            if !full {
+                break;
+            }
+            // A session that gave its share is skipped whole: the next batch starts below
+            // its rowid range.
+            let key = last >> SEQ_BITS;
+            below = if sessions.get(&key).is_some_and(|s| s.0 >= ROWS_PER_SESSION) {
+                rowid_range(key).0
+            } else {
+                last
+            };
+        }
+        drop(stmt);
+        let mut best: Vec<(i64, f64, i64)> = sessions
+            .into_iter()
+            .map(|(key, (_, rank, rowid))| (key, rank, rowid))
+            .collect();
+        best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        let mut hits = Vec::with_capacity(limit.min(best.len()));
+        for (key, rank, rowid) in best {
+            if hits.len() >= limit {
+                break;
+            }
             let row = conn
                 .query_row(
                     &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE key = ?1"),
                     [key],
                     session_row,
                 )
+                .optional()
                 .map_err(self.err())?;
+            // The workspace's token matched; its recorded path must too (a hash collision).
+            let Some(row) = row.filter(|r| filter.cwd.is_none() || r.cwd == filter.cwd) else {
+                continue;
+            };
+            let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? else {
+                continue;
+            };
             hits.push(SessionHit {
                 session: row,
                 event,
@@ -228,7 +273,6 @@ fn event_at(
 
 #[cfg(test)]
 mod tests {
-    use super::super::SEQ_BITS;
     use super::*;
 
     #[test]

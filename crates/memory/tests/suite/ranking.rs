@@ -2,7 +2,7 @@
 //! search takes, and workspaces of any spelling.
 
 use super::support::*;
-use dsh_memory::index::{SessionMeta, WINDOW_ROWS};
+use dsh_memory::index::{SessionMeta, ROWS_PER_SESSION, WINDOW_ROWS};
 use dsh_memory::{EventFilter, MemoryIndex, SessionFilter};
 
 fn index() -> (tempfile::TempDir, MemoryIndex) {
@@ -58,6 +58,27 @@ fn a_word_in_every_session_ranks_only_the_newest_matches_and_a_rare_one_is_exact
         );
         assert!(hit.event.snippet.contains("\u{2}common\u{3}"), "{hit:?}");
     }
+    // One long session with more matches than the window takes only its share of it.
+    let long: Vec<_> = (0..WINDOW_ROWS as u64 / 3 + 50)
+        .flat_map(|t| turn(t * 4, t + 1, "common prompt", r#"{"q":"common"}"#, "common"))
+        .collect();
+    index
+        .index_events(&meta(sessions, WORKSPACE, None), &long)
+        .unwrap();
+    let crowded = index
+        .search("common", &all, &EventFilter::default(), 50)
+        .unwrap();
+    assert_eq!(crowded.len(), 50, "{:?}", ids(&crowded));
+    assert!(ids(&crowded).contains(&format!("session-{sessions:05}")));
+    // Its share is its newest rows.
+    let long_hit = crowded
+        .iter()
+        .find(|h| h.session.id == format!("session-{sessions:05}"))
+        .unwrap();
+    assert!(
+        long_hit.event.seq >= long.len() as u64 - 4 * ROWS_PER_SESSION as u64,
+        "{long_hit:?}"
+    );
     // A selective query is ranked over every match, however old.
     let rare = index
         .search("common zanzibar", &all, &EventFilter::default(), 50)
