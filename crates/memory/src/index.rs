@@ -514,7 +514,8 @@ fn write_events(
     meta: &SessionMeta,
     events: &[Arc<SessionEvent>],
 ) -> rusqlite::Result<u64> {
-    let known: Option<(i64, i64, i64, Option<String>, Option<String>)> = tx
+    type Known = (i64, i64, i64, Option<String>, Option<String>);
+    let known: Option<Known> = tx
         .query_row(
             "SELECT key, next_seq, turn, title, cwd FROM sessions WHERE id = ?1",
             [&meta.id],
