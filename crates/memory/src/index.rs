@@ -9,6 +9,12 @@
 //! transaction that re-reads that seq first, so two processes indexing the same session never
 //! store an event twice. A file that is not a readable index of this version is replaced
 //! (with a notice) and rebuilt from the logs.
+//!
+//! An event's rowid is its session's key (assigned in the order sessions are first indexed)
+//! in the high 32 bits and its seq in the low 32, so a session's rows are one rowid range
+//! (dropped, shadowed and searched without a scan) and a search can group matches by session
+//! and take the newest first without reading any row's stored columns. The workspace is a
+//! token of its own column (`scope`), so FTS5 narrows a search to one workspace itself.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,19 +27,20 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use serde::Serialize;
 
 use crate::error::MemoryError;
-use crate::query::fts_expression;
 use crate::text::{clip, event_text, one_line};
+
+mod search;
+
+pub use search::{ROWS_PER_SESSION, WINDOW_ROWS};
 
 /// File name of the index under `$DSH_HOME/memory`.
 pub const INDEX_FILE: &str = "index.sqlite";
 /// Bumped when the schema or what is indexed changes: an older file is rebuilt.
-const SCHEMA_VERSION: &str = "1";
+const SCHEMA_VERSION: &str = "2";
 /// Marks a match inside a snippet: start and end (control characters, so no log text can
 /// spell them; surfaces turn them into bold or brackets).
 pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
-/// Candidate rows read per search before grouping by session.
-const CANDIDATE_ROWS: usize = 2_000;
 const TITLE_CHARS: usize = 200;
 
 /// What a search hit says about its session.
@@ -105,18 +112,6 @@ pub struct EventFilter {
     pub surfaces: Option<Vec<String>>,
 }
 
-impl EventFilter {
-    fn accepts(&self, event_type: &str, surface: &str) -> bool {
-        self.types
-            .as_ref()
-            .is_none_or(|types| types.iter().any(|t| t == event_type))
-            && self
-                .surfaces
-                .as_ref()
-                .is_none_or(|surfaces| surfaces.iter().any(|s| s == surface))
-    }
-}
-
 /// What a [`MemoryIndex::sync`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -173,7 +168,8 @@ PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
+    key INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     cwd TEXT,
     title TEXT,
     created_at INTEGER NOT NULL,
@@ -185,8 +181,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions(cwd);
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent);
 CREATE VIRTUAL TABLE IF NOT EXISTS events USING fts5(
-    text, session UNINDEXED, seq UNINDEXED, type UNINDEXED, turn UNINDEXED, time UNINDEXED,
-    surface UNINDEXED,
+    text, scope, type UNINDEXED, turn UNINDEXED, time UNINDEXED, surface UNINDEXED,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 ";
@@ -320,7 +315,11 @@ impl MemoryIndex {
             self.drop_session(id)?;
             report.sessions_dropped += 1;
         }
-        for summary in listed {
+        // Sessions met for the first time get their keys oldest first, so a rebuilt index
+        // orders its rows as the live one does (a search looks at the newest matches first).
+        let mut in_order: Vec<&SessionSummary> = listed.iter().collect();
+        in_order.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        for summary in in_order {
             let next = indexed.get(&summary.id).copied();
             let from = match next {
                 // Up to date: nothing to read, nothing to write. A live session ahead of
@@ -357,10 +356,20 @@ impl MemoryIndex {
     fn drop_session(&self, id: &str) -> Result<(), MemoryError> {
         let mut conn = lock(&self.conn);
         let tx = conn.transaction().map_err(self.err())?;
-        tx.execute("DELETE FROM events WHERE session = ?1", [id])
+        let key: Option<i64> = tx
+            .query_row("SELECT key FROM sessions WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
             .map_err(self.err())?;
-        tx.execute("DELETE FROM sessions WHERE id = ?1", [id])
+        if let Some(key) = key {
+            let (first, last) = rowid_range(key);
+            tx.execute(
+                "DELETE FROM events WHERE rowid BETWEEN ?1 AND ?2",
+                [first, last],
+            )
             .map_err(self.err())?;
+            tx.execute("DELETE FROM sessions WHERE key = ?1", [key])
+                .map_err(self.err())?;
+        }
         tx.commit().map_err(self.err())
     }
 
@@ -440,163 +449,6 @@ impl MemoryIndex {
         rows.collect::<Result<_, _>>().map_err(self.err())
     }
 
-    /// The best-matching event of each matching session, best sessions first.
-    pub fn search(
-        &self,
-        query: &str,
-        filter: &SessionFilter,
-        events: &EventFilter,
-        limit: usize,
-    ) -> Result<Vec<SessionHit>, MemoryError> {
-        let expression = fts_expression(query)?;
-        let conn = lock(&self.conn);
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT events.rowid, events.session, bm25(events) AS rank, sessions.parent,
-                        events.type, events.surface
-                 FROM events JOIN sessions ON sessions.id = events.session
-                 WHERE events MATCH ?1
-                   AND (?2 IS NULL OR sessions.cwd = ?2)
-                   AND (?3 IS NULL OR sessions.id <> ?3)
-                   AND (?4 IS NULL OR sessions.created_at >= ?4)
-                   AND (?5 IS NULL OR sessions.created_at <= ?5)
-                   AND (?6 IS NULL OR events.seq >= ?6)
-                   AND (?7 IS NULL OR events.seq <= ?7)
-                   AND (?8 IS NULL OR events.time >= ?8)
-                   AND (?9 IS NULL OR events.time <= ?9)
-                 ORDER BY rank LIMIT ?10",
-            )
-            .map_err(self.err())?;
-        let candidates = stmt
-            .query_map(
-                params![
-                    expression,
-                    filter.cwd,
-                    filter.exclude,
-                    filter.created_from.map(to_sql),
-                    filter.created_to.map(to_sql),
-                    events.seq_from.map(to_sql),
-                    events.seq_to.map(to_sql),
-                    events.time_from.map(to_sql),
-                    events.time_to.map(to_sql),
-                    to_sql(CANDIDATE_ROWS as u64),
-                ],
-                |r| {
-                    Ok(Candidate {
-                        rowid: r.get(0)?,
-                        session: r.get(1)?,
-                        rank: r.get(2)?,
-                        parent: r.get(3)?,
-                        event_type: r.get(4)?,
-                        surface: r.get(5)?,
-                    })
-                },
-            )
-            .map_err(self.err())?;
-        let mut best: Vec<(i64, String, f64)> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
-        for candidate in candidates {
-            let Candidate {
-                rowid,
-                session,
-                rank,
-                parent,
-                event_type,
-                surface,
-            } = candidate.map_err(self.err())?;
-            if filter
-                .ids
-                .as_ref()
-                .is_some_and(|ids| !ids.contains(&session))
-                || filter
-                    .parents
-                    .as_ref()
-                    .is_some_and(|parents| !parents.contains(&parent))
-                || !events.accepts(&event_type, &surface)
-            {
-                continue;
-            }
-            if !seen.insert(session.clone()) {
-                continue;
-            }
-            best.push((rowid, session, rank));
-            if best.len() >= limit {
-                break;
-            }
-        }
-        drop(stmt);
-        let mut hits = Vec::with_capacity(best.len());
-        for (rowid, session, rank) in best {
-            let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? else {
-                continue;
-            };
-            let row = conn
-                .query_row(
-                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
-                    [&session],
-                    session_row,
-                )
-                .map_err(self.err())?;
-            hits.push(SessionHit {
-                session: row,
-                event,
-            });
-        }
-        Ok(hits)
-    }
-
-    /// Matching events of one session, best first.
-    pub fn search_events(
-        &self,
-        session: &str,
-        query: &str,
-        filter: &EventFilter,
-        limit: usize,
-    ) -> Result<Vec<EventHit>, MemoryError> {
-        let expression = fts_expression(query)?;
-        let conn = lock(&self.conn);
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT rowid, bm25(events) AS rank FROM events
-                 WHERE events MATCH ?1 AND session = ?2
-                   AND (?3 IS NULL OR seq >= ?3) AND (?4 IS NULL OR seq <= ?4)
-                   AND (?5 IS NULL OR time >= ?5) AND (?6 IS NULL OR time <= ?6)
-                 ORDER BY rank LIMIT ?7",
-            )
-            .map_err(self.err())?;
-        let rows: Vec<(i64, f64)> = stmt
-            .query_map(
-                params![
-                    expression,
-                    session,
-                    filter.seq_from.map(to_sql),
-                    filter.seq_to.map(to_sql),
-                    filter.time_from.map(to_sql),
-                    filter.time_to.map(to_sql),
-                    to_sql(CANDIDATE_ROWS as u64),
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(self.err())?
-            .collect::<Result<_, _>>()
-            .map_err(self.err())?;
-        drop(stmt);
-        let mut hits = Vec::new();
-        for (rowid, rank) in rows {
-            let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? else {
-                continue;
-            };
-            if !filter.accepts(&event.event_type, &event.surface) {
-                continue;
-            }
-            hits.push(event);
-            if hits.len() >= limit {
-                break;
-            }
-        }
-        Ok(hits)
-    }
-
     /// Sessions and rows indexed, and the file's size (with its WAL).
     pub fn stats(&self) -> Result<IndexStats, MemoryError> {
         let conn = lock(&self.conn);
@@ -619,15 +471,6 @@ impl MemoryIndex {
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .map_err(self.err())
     }
-}
-
-struct Candidate {
-    rowid: i64,
-    session: String,
-    rank: f64,
-    parent: Option<String>,
-    event_type: String,
-    surface: String,
 }
 
 #[derive(Debug)]
@@ -665,45 +508,22 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-fn event_at(
-    conn: &Connection,
-    expression: &str,
-    rowid: i64,
-    rank: f64,
-) -> rusqlite::Result<Option<EventHit>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, type, turn, time, surface, snippet(events, 0, char(2), char(3), '…', 16)
-         FROM events WHERE events MATCH ?1 AND rowid = ?2",
-    )?;
-    stmt.query_row(params![expression, rowid], |r| {
-        Ok(EventHit {
-            seq: from_sql(r.get(0)?),
-            event_type: r.get(1)?,
-            turn: from_sql(r.get(2)?),
-            time: from_sql(r.get(3)?),
-            surface: r.get(4)?,
-            snippet: one_line(&r.get::<_, String>(5)?),
-            rank,
-        })
-    })
-    .optional()
-}
-
 /// Writes the events past the session's indexed seq, inside the caller's transaction.
 fn write_events(
     tx: &rusqlite::Transaction<'_>,
     meta: &SessionMeta,
     events: &[Arc<SessionEvent>],
 ) -> rusqlite::Result<u64> {
-    let known: Option<(i64, i64, Option<String>)> = tx
+    type Known = (i64, i64, i64, Option<String>, Option<String>);
+    let known: Option<Known> = tx
         .query_row(
-            "SELECT next_seq, turn, title FROM sessions WHERE id = ?1",
+            "SELECT key, next_seq, turn, title, cwd FROM sessions WHERE id = ?1",
             [&meta.id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .optional()?;
-    let (mut next, mut turn, mut title) = match known {
-        Some((next, turn, title)) => (from_sql(next), from_sql(turn), title),
+    let (key, mut next, mut turn, mut title, cwd) = match known {
+        Some((key, next, turn, title, cwd)) => (key, from_sql(next), from_sql(turn), title, cwd),
         None => {
             tx.execute(
                 "INSERT INTO sessions (id, cwd, title, created_at, updated_at, parent, next_seq, turn)
@@ -715,15 +535,16 @@ fn write_events(
                     meta.parent_session
                 ],
             )?;
-            (0, 0, None)
+            (tx.last_insert_rowid(), 0, 0, None, meta.cwd.clone())
         }
     };
+    let scope = cwd.as_deref().map(scope_token).unwrap_or_default();
     let mut insert = tx.prepare_cached(
-        "INSERT INTO events (text, session, seq, type, turn, time, surface)
+        "INSERT INTO events (rowid, text, scope, type, turn, time, surface)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
-    let mut shadow = tx
-        .prepare_cached("UPDATE events SET surface = 'shadowed' WHERE session = ?1 AND seq = ?2")?;
+    let mut shadow =
+        tx.prepare_cached("UPDATE events SET surface = 'shadowed' WHERE rowid = ?1")?;
     let mut count = 0;
     let mut updated = 0;
     for event in events {
@@ -738,21 +559,24 @@ fn write_events(
             turn = start.turn;
         }
         for seq in shadowed_seqs(event) {
-            shadow.execute(params![meta.id, to_sql(seq)])?;
+            if let Some(rowid) = rowid_of(key, seq) {
+                shadow.execute([rowid])?;
+            }
         }
         if let Some(named) = title_event(event) {
             title = Some(clip(&one_line(named), TITLE_CHARS));
         }
-        if let Some(text) = event_text(event) {
+        // A seq past 2^32 has no rowid (no log gets there); the event is left out.
+        if let (Some(text), Some(rowid)) = (event_text(event), rowid_of(key, event.seq)) {
             if title.is_none() {
                 if let EventData::UserMessage(_) = &event.data {
                     title = Some(clip(&one_line(&text), TITLE_CHARS));
                 }
             }
             insert.execute(params![
+                rowid,
                 text,
-                meta.id,
-                to_sql(event.seq),
+                scope,
                 event.type_name(),
                 to_sql(turn),
                 to_sql(event.time),
@@ -795,6 +619,32 @@ fn shadowed_seqs(event: &SessionEvent) -> Vec<u64> {
             .unwrap_or_default(),
         _ => Vec::new(),
     }
+}
+
+/// Bits of a rowid that hold the event's seq; the session's key is above them.
+const SEQ_BITS: u32 = 32;
+const SEQ_MASK: i64 = (1 << SEQ_BITS) - 1;
+
+/// The rowid of event `seq` of the session with `key`.
+fn rowid_of(key: i64, seq: u64) -> Option<i64> {
+    let seq = i64::try_from(seq).ok().filter(|s| *s <= SEQ_MASK)?;
+    Some(key.checked_mul(1 << SEQ_BITS)? | seq)
+}
+
+/// The first and last rowid a session's events can have.
+fn rowid_range(key: i64) -> (i64, i64) {
+    let first = key.saturating_mul(1 << SEQ_BITS);
+    (first, first | SEQ_MASK)
+}
+
+/// The token a workspace's rows carry in the `scope` column: a 64-bit FNV-1a hash of its
+/// recorded path, so any path (spaces, punctuation, non-ASCII) is one plain token. A search
+/// limited to a workspace still compares the recorded path, so a collision costs only time.
+fn scope_token(cwd: &str) -> String {
+    let hash = cwd.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("ws{hash:016x}")
 }
 
 fn to_sql(value: u64) -> i64 {

@@ -38,6 +38,7 @@ mod agent_driver;
 mod feeds;
 mod goal;
 mod input_features;
+mod memory_search;
 use feeds::{
     spawn_agent_count, spawn_child_list, spawn_job_count, spawn_mcp_notices, spawn_sandbox_notice,
     watch_commands,
@@ -229,6 +230,8 @@ pub struct AppDriver {
     shell_cancel: Mutex<Option<tokio_util::sync::CancellationToken>>,
     /// Where question cards (`ask_user_question`, the plan review) are answered.
     questions: crate::tui::interactive::QuestionSlots,
+    /// `/search`: the newest query and the index's last catch-up.
+    search: Arc<memory_search::SearchSlot>,
 }
 
 /// What the model runtime says about one route's model window.
@@ -255,6 +258,7 @@ impl AppDriver {
             window: Mutex::new(None),
             shell_cancel: Mutex::new(None),
             questions: crate::tui::interactive::QuestionSlots::new(),
+            search: Arc::default(),
         }
     }
 

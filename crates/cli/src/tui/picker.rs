@@ -1,11 +1,15 @@
 //! A searchable list drawn under the input: `/resume` and `/sessions` choose a session,
-//! `/model` a model, `/permission` a preset.
+//! `/model` a model, `/permission` a preset, `/search` a hit in an earlier session.
 //!
 //! Typing narrows the list (every word of the query must appear in a row, case-insensitive),
 //! Up/Down (and PageUp/PageDown) move, Enter chooses, Esc closes. The picker only holds rows
-//! and the choice; what choosing does is the caller's (it gets the row's `value` back).
+//! and the choice; what choosing does is the caller's (it gets the row's `value` back). A
+//! picker whose rows come from elsewhere ([`Picker::searching`]) does not filter them: the
+//! caller runs the query and hands the rows in with [`Picker::set_rows`]. Text between
+//! [`MARK_START`] and [`MARK_END`] in a row (a search match) is drawn bold.
 
 use super::text::truncate;
+pub use dsh_memory::index::{MARK_END, MARK_START};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -21,6 +25,8 @@ pub enum PickerKind {
     Session,
     Model,
     Permission,
+    /// A `/search` hit (its session and seq).
+    SearchHit,
 }
 
 /// One row: what is shown, and the value handed back when it is chosen.
@@ -55,6 +61,10 @@ pub struct Picker {
     shown: Vec<usize>,
     /// Position in `shown`.
     selected: usize,
+    /// The rows are a search's results: typing does not filter them.
+    searching: bool,
+    /// The keys line, when not the usual one.
+    hint: Option<String>,
 }
 
 impl Picker {
@@ -69,6 +79,8 @@ impl Picker {
             rows,
             query: String::new(),
             selected: 0,
+            searching: false,
+            hint: None,
         };
         picker.selected = selected;
         picker
@@ -77,6 +89,33 @@ impl Picker {
     pub fn with_header(mut self, header: impl Into<String>) -> Self {
         self.header = Some(header.into());
         self
+    }
+
+    /// A picker whose rows are the results of its query, run by the caller: typing changes
+    /// the query only, and [`set_rows`](Self::set_rows) brings the rows.
+    pub fn searching(kind: PickerKind, title: impl Into<String>, query: &str) -> Self {
+        let mut picker = Self::new(kind, title, Vec::new());
+        picker.searching = true;
+        picker.query = query.to_owned();
+        picker
+    }
+
+    /// The keys line under the rows, instead of the usual one.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// New rows (a search's results) under a new title; the selection goes to the first.
+    pub fn set_rows(&mut self, title: impl Into<String>, rows: Vec<PickerRow>) {
+        self.title = title.into();
+        self.shown = (0..rows.len()).collect();
+        self.rows = rows;
+        self.selected = 0;
+    }
+
+    pub fn title(&self) -> &str {
+        &self.title
     }
 
     pub fn query(&self) -> &str {
@@ -93,6 +132,9 @@ impl Picker {
     }
 
     fn refilter(&mut self) {
+        if self.searching {
+            return;
+        }
         let words: Vec<String> = self
             .query
             .split_whitespace()
@@ -187,19 +229,45 @@ impl Widget for &Picker {
             } else {
                 Style::new()
             };
-            lines.push(Line::styled(text, style));
+            lines.push(marked_line(&text, style));
         }
         let more = self.shown.len().saturating_sub(first + rows);
+        let keys = self
+            .hint
+            .as_deref()
+            .unwrap_or("↑↓ move · Enter choose · Esc close · type to search");
         let hint = if more > 0 {
-            format!("{more} more · ↑↓ move · Enter choose · Esc close · type to search")
+            format!("{more} more · {keys}")
         } else {
-            "↑↓ move · Enter choose · Esc close · type to search".to_owned()
+            keys.to_owned()
         };
         lines.push(Line::styled(truncate(&hint, width), dim));
         for (line, y) in lines.iter().zip(area.y..area.bottom()) {
             buf.set_line(area.x, y, line, area.width);
         }
     }
+}
+
+/// `text` in `style`, its parts between [`MARK_START`] and [`MARK_END`] also bold (a mark
+/// cut off by truncation just ends the bold part).
+fn marked_line(text: &str, style: Style) -> Line<'static> {
+    if !text.contains(MARK_START) {
+        return Line::styled(text.to_owned(), style);
+    }
+    let spans: Vec<Span<'static>> = text
+        .split([MARK_START, MARK_END])
+        .enumerate()
+        .filter(|(_, piece)| !piece.is_empty())
+        .map(|(i, piece)| {
+            let style = if i % 2 == 1 {
+                style.add_modifier(Modifier::BOLD)
+            } else {
+                style
+            };
+            Span::styled(piece.to_owned(), style)
+        })
+        .collect();
+    Line::from(spans)
 }
 
 /// "just now", "5m ago", "3h ago", "2d ago" for a time `then_ms` seen at `now_ms`.
@@ -278,6 +346,50 @@ mod tests {
         assert_eq!(text[2], "    s3 row");
         assert_eq!(text[11], "›   s12 row");
         assert!(text[12].starts_with("12 more · "), "{text:?}");
+    }
+
+    #[test]
+    fn a_searching_picker_keeps_its_rows_and_bolds_the_matches() {
+        let mut picker = Picker::searching(PickerKind::SearchHit, "search", "wid")
+            .with_hint("Enter resume · Ctrl-F fork");
+        picker.type_char('g');
+        assert_eq!(picker.query(), "widg");
+        picker.set_rows(
+            "2 sessions",
+            vec![
+                PickerRow {
+                    text: "one: the \u{2}widget\u{3} test".into(),
+                    value: "a".into(),
+                    current: false,
+                },
+                PickerRow {
+                    text: "two: no match here".into(),
+                    value: "b".into(),
+                    current: false,
+                },
+            ],
+        );
+        picker.type_char('e');
+        assert_eq!(
+            picker.shown().len(),
+            2,
+            "typing does not filter a search's rows"
+        );
+        picker.move_by(1);
+        assert_eq!(picker.choose(), PickerOutcome::Chosen("b".into()));
+        let area = Rect::new(0, 0, 60, picker.height());
+        let mut buf = Buffer::empty(area);
+        (&picker).render(area, &mut buf);
+        let row: String = (0..area.width)
+            .map(|x| buf[(x, 2)].symbol().to_owned())
+            .collect();
+        assert_eq!(row.trim_end(), "    one: the widget test");
+        let bold = |x: u16| buf[(x, 2)].modifier.contains(Modifier::BOLD);
+        assert!(bold(13) && bold(18) && !bold(12) && !bold(19));
+        let hint: String = (0..area.width)
+            .map(|x| buf[(x, 4)].symbol().to_owned())
+            .collect();
+        assert_eq!(hint.trim_end(), "Enter resume · Ctrl-F fork");
     }
 
     #[test]

@@ -1,3 +1,4 @@
 mod agent;
 mod index;
+mod ranking;
 mod support;

@@ -308,6 +308,15 @@ impl AgentDriver for AppDriver {
         })
     }
 
+    fn search_sessions(&self, query: &str) -> Result<(), DriverError> {
+        self.start_search(query)
+    }
+
+    fn fork_at(&self, id: &str, seq: u64) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
+        let id = id.to_owned();
+        Box::pin(async move { self.fork_from_hit(&id, seq).await })
+    }
+
     fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
         Box::pin(async move {
             self.ensure_idle()?;

@@ -127,6 +127,21 @@ pub struct SessionListing {
     pub outcome: Option<String>,
 }
 
+/// One `/search` hit: the best-matching event of a session of the workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchHit {
+    pub session: SessionId,
+    /// The session's title (or first prompt), as stored.
+    pub title: String,
+    /// How long ago the matching event was written, as the application chooses to show it.
+    pub age: String,
+    pub turn: u64,
+    pub seq: u64,
+    /// The matching passage, the matches between `dsh_memory::index::MARK_START` and
+    /// `MARK_END`.
+    pub snippet: String,
+}
+
 /// The model choice `/model` shows and switches. (What the adapter knows about a model is
 /// `dsh_llm::ModelInfo`; this is only which one is in use and what else could be.)
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,6 +198,23 @@ pub trait AgentDriver: Send + Sync {
     fn resume(&self, id: &str) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
     /// Forks the current session and continues in the child.
     fn fork(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
+    /// Searches this workspace's sessions (`/search`) and returns at once; the hits arrive
+    /// as [`Input::SearchHits`] for the same query. A search asked for while an older one
+    /// waits supersedes it.
+    fn search_sessions(&self, _query: &str) -> Result<(), DriverError> {
+        Err(DriverError::Unsupported(
+            "searching sessions needs the memory row".into(),
+        ))
+    }
+    /// Forks stored session `id` through the turn that holds event `seq` (a `/search` hit)
+    /// and continues in the fork.
+    fn fork_at(&self, _id: &str, _seq: u64) -> BoxFuture<'_, Result<OpenedSession, DriverError>> {
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "forking from a search hit is not available in this composition".into(),
+            ))
+        })
+    }
     fn new_session(&self) -> BoxFuture<'_, Result<OpenedSession, DriverError>>;
     /// How full the context of the session on screen is: the token meter's estimate of the
     /// next request against the model's window. `None` when nothing measures it (no agent

@@ -25,6 +25,7 @@ mod pending;
 pub mod pickers;
 mod questions;
 mod runner;
+pub mod search_picker;
 pub mod slash;
 mod state;
 mod terminal;
@@ -34,12 +35,12 @@ mod viewport;
 
 pub use driver::{
     AgentDriver, AgentListing, AgentTranscript, Answers, CurrentModel, DriverError, OpenedHow,
-    OpenedSession, SessionListing, TuiAnswerer,
+    OpenedSession, SearchHit, SessionListing, TuiAnswerer,
 };
 pub use pending::PendingInput;
 pub use questions::{QuestionSlots, TuiQuestions};
 pub use runner::{agent_lines, Runner, TICK_MS};
-pub use state::{Effect, Input, InteractiveState, QUIT_HINT_TICKS};
+pub use state::{AtCompletion, Effect, Input, InteractiveState, QUIT_HINT_TICKS};
 pub use terminal::{run_terminal, viewport_height};
 pub use trust::ask_trust;
 pub use view::LiveView;

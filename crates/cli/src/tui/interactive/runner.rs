@@ -313,6 +313,21 @@ where
                 }
                 Err(error) => Err(error),
             },
+            Effect::SearchSessions(query) => match driver.search_sessions(&query) {
+                Ok(()) => Ok(None),
+                Err(error) => Ok(Some(Input::SearchHits {
+                    query,
+                    hits: Err(error.to_string()),
+                })),
+            },
+            Effect::ForkAt { session, seq } => driver
+                .fork_at(&session, seq)
+                .await
+                .map(|o| Some(Input::Opened(o))),
+            Effect::ListSessionRefs => driver
+                .list_sessions()
+                .await
+                .map(|sessions| Some(Input::SessionRefs(sessions))),
             Effect::Compact => driver
                 .compact()
                 .map(|()| None)

@@ -25,6 +25,8 @@ pub enum SlashCommand {
     Goal(String),
     /// `/plan` toggles plan mode; `/plan on` and `/plan off` set it.
     Plan(Option<bool>),
+    /// `/search [WORDS]`: the search picker over this workspace's sessions.
+    Search(String),
     Quit,
 }
 
@@ -110,6 +112,9 @@ fn parse(command: &str) -> Result<SlashCommand, SlashError> {
         "clear" | "new" => no_args(SlashCommand::Clear, "/clear"),
         "compact" => no_args(SlashCommand::Compact, "/compact (no arguments)"),
         "goal" => Ok(SlashCommand::Goal(command[name.len()..].trim().to_owned())),
+        "search" => Ok(SlashCommand::Search(
+            command[name.len()..].trim().to_owned(),
+        )),
         "plan" => match (arg.as_deref(), extra) {
             (None, _) => Ok(SlashCommand::Plan(None)),
             (Some("on"), false) => Ok(SlashCommand::Plan(Some(true))),
@@ -134,6 +139,7 @@ pub const HELP: &[&str] = &[
     "  /sessions           choose one of this workspace's sessions to resume",
     "  /resume [ID]        continue a session (the list without an ID)",
     "  /agents [ID]        list this session's subagents, or show one's transcript",
+    "  /search [WORDS]     search this workspace's sessions; resume or fork from a hit",
     "  /fork               fork this session and continue in the copy",
     "  /permission [NAME]  choose or switch: read-only, workspace-write, danger-full-access",
     "  /clear              start a new session",
@@ -153,6 +159,7 @@ pub const HELP: &[&str] = &[
     "  Ctrl-A/E start/end of the line; Alt-B/F a word back/forward",
     "  Ctrl-W   delete the word before; Alt-D the word after; Ctrl-U/K to line start/end",
     "  @path    complete a workspace file (Tab or Enter inserts it, Up/Down choose)",
+    "  @session:  reference an earlier session by title (completes to @session:ID)",
     "  !cmd     run cmd in the workspace sandbox; its output is shown, not sent",
     "  Esc Esc  on an empty line: fork from before your last prompt and edit it",
     "  Ctrl-T   show or hide the model's thinking",

@@ -6,7 +6,7 @@
 
 use super::commands::CompletionView;
 use super::goal_line::GoalLineView;
-use super::state::InteractiveState;
+use super::state::{AtCompletion, InteractiveState};
 use crate::tui::history::HistorySearch;
 use crate::tui::picker::Picker;
 use crate::tui::{InputView, StatusLine};
@@ -124,12 +124,34 @@ impl Widget for LiveView<'_> {
     }
 }
 
+/// One `@` completion as listed: `@path`, or a session's short id, title and age.
+fn at_completion_text(completion: &AtCompletion<'_>) -> String {
+    match completion {
+        AtCompletion::File(path) => format!("  @{path}"),
+        AtCompletion::Session(session) => {
+            let id = session.id.as_str();
+            let short: String = id
+                .strip_prefix("session-")
+                .unwrap_or(id)
+                .chars()
+                .take(8)
+                .collect();
+            let title = crate::tui::text::one_line(&crate::sanitize::sanitize(&session.title));
+            format!(
+                "  @session:{short}…  {}  · {}",
+                crate::tui::text::truncate(&title, 48),
+                session.updated
+            )
+        }
+    }
+}
+
 /// What shows under the input box: an open picker, a Ctrl-R search, `@path` completions or
 /// `/command` completions (at most one of them applies at a time).
 enum Below<'a> {
     Picker(&'a Picker),
     Search(&'a HistorySearch),
-    Files(Vec<&'a str>, usize),
+    Files(Vec<AtCompletion<'a>>, usize),
     Commands(CompletionView<'a>),
 }
 
@@ -141,7 +163,7 @@ impl<'a> Below<'a> {
         if let Some(search) = state.history_search() {
             return Self::Search(search);
         }
-        let files = state.file_completions();
+        let files = state.at_completions();
         if !files.is_empty() {
             return Self::Files(files, state.file_choice());
         }
@@ -178,13 +200,13 @@ impl<'a> Below<'a> {
                 buf.set_line(area.x, area.y, &line, area.width);
             }
             Self::Files(files, choice) => {
-                for (i, (path, y)) in files.iter().zip(area.y..area.bottom()).enumerate() {
+                for (i, (completion, y)) in files.iter().zip(area.y..area.bottom()).enumerate() {
                     let style = if i == choice {
                         Style::new().add_modifier(Modifier::REVERSED)
                     } else {
                         Style::new()
                     };
-                    let line = Line::styled(format!("  @{path}"), style);
+                    let line = Line::styled(at_completion_text(completion), style);
                     buf.set_line(area.x, y, &line, area.width);
                 }
             }

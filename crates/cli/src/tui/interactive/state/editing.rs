@@ -2,7 +2,7 @@
 //! completion, the pickers, `!command` and Esc-Esc.
 
 use super::{dim, Effect, InteractiveState};
-use crate::tui::complete::{at_token, complete_at, MAX_MATCHES};
+use crate::tui::complete::{at_token, MAX_MATCHES};
 use crate::tui::editor::MAX_INPUT_BYTES;
 use crate::tui::history::HistorySearch;
 use crate::tui::picker::{PickerKind, PickerOutcome};
@@ -71,6 +71,7 @@ impl InteractiveState {
         if edited {
             self.history.reset();
             self.file_choice = 0;
+            self.ask_session_refs(effects);
         }
     }
 
@@ -84,6 +85,9 @@ impl InteractiveState {
             text.chars()
                 .filter(|c| *c != '\n')
                 .for_each(|c| picker.type_char(c));
+            if picker.kind == PickerKind::SearchHit {
+                super::memory::search_again(picker.query(), effects);
+            }
             return;
         }
         if self.search.is_some() {
@@ -194,21 +198,14 @@ impl InteractiveState {
     /// Tab or Enter inserts the highlighted file, Up and Down move the highlight, while
     /// `@path` completions are shown; `false` when the key is not theirs.
     pub(super) fn file_completion_key(&mut self, key: KeyEvent) -> bool {
-        let matches = self.file_completions();
+        let matches = self.at_completions();
         if matches.is_empty() || !key.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
             return false;
         }
         let count = matches.len().min(MAX_MATCHES);
         match key.code {
             KeyCode::Tab | KeyCode::Enter => {
-                let path = matches[self.file_choice.min(count - 1)].to_owned();
-                let cursor = self.input.cursor();
-                if let Some((start, _)) = at_token(self.input.text(), cursor) {
-                    let (text, at) = complete_at(self.input.text(), start, cursor, &path);
-                    let editor = self.input.editor_mut();
-                    editor.set_text(&text);
-                    editor.set_cursor(at);
-                }
+                self.insert_at_completion(self.file_choice.min(count - 1));
                 self.file_choice = 0;
             }
             KeyCode::Down => self.file_choice = (self.file_choice + 1) % count,
@@ -226,6 +223,9 @@ impl InteractiveState {
     }
 
     pub(super) fn picker_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        if self.search_picker_key(key, effects) {
+            return;
+        }
         let Some(picker) = &mut self.picker else {
             return;
         };
@@ -276,6 +276,8 @@ impl InteractiveState {
                         return;
                     }
                     PickerKind::Session => Effect::Resume(value),
+                    // Chosen by the search picker's own keys.
+                    PickerKind::SearchHit => return,
                     PickerKind::Model => Effect::SetModel(value),
                     PickerKind::Permission => match value.parse::<PermissionPreset>() {
                         Ok(preset) => Effect::SetPermission(preset),

@@ -263,6 +263,7 @@ impl InteractiveState {
                 effects.push(Effect::Compact);
             }
             SlashCommand::Goal(raw) => effects.push(Effect::Goal(raw)),
+            SlashCommand::Search(query) => self.open_search(&query, effects),
             SlashCommand::Quit => self.quit(effects),
         }
     }

@@ -8,11 +8,12 @@
 
 mod editing;
 mod keys;
+mod memory;
 mod notes;
 mod questions;
 
 use super::commands::{CommandDirectory, CommandEntry};
-use super::driver::{AgentTranscript, OpenedHow, OpenedSession};
+use super::driver::{AgentTranscript, OpenedHow, OpenedSession, SearchHit, SessionListing};
 use super::pending::PendingInput;
 use crate::sanitize::sanitize;
 use crate::tui::complete::FileIndex;
@@ -31,6 +32,7 @@ use dsh_session::SessionEvent;
 use dsh_tools_builtin::approval::ApprovalDecided;
 use dsh_tools_builtin::approval::{ApprovalDecision, ApprovalQuestion};
 use dsh_tools_builtin::PermissionPreset;
+pub use memory::AtCompletion;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use std::collections::VecDeque;
@@ -112,6 +114,14 @@ pub enum Input {
     Edit(String),
     /// The goal line above the input (`None`: the session has no goal).
     GoalLine(Option<String>),
+    /// A `/search`'s hits (asked for by [`Effect::SearchSessions`]), or why it failed.
+    SearchHits {
+        query: String,
+        hits: Result<Vec<SearchHit>, String>,
+    },
+    /// The workspace's sessions, for `@session` completion (asked for by
+    /// [`Effect::ListSessionRefs`]).
+    SessionRefs(Vec<SessionListing>),
 }
 
 /// Something the runner must do.
@@ -167,6 +177,16 @@ pub enum Effect {
     Shell(String),
     /// Esc-Esc: fork the session from just before its last prompt and edit that prompt.
     Rewind,
+    /// Search this workspace's sessions; the hits come back as [`Input::SearchHits`].
+    SearchSessions(String),
+    /// Fork stored `session` through the turn holding event `seq` and continue in it.
+    ForkAt {
+        session: String,
+        seq: u64,
+    },
+    /// List the workspace's sessions for `@session` completion; they come back as
+    /// [`Input::SessionRefs`].
+    ListSessionRefs,
 }
 
 /// One open approval question.
@@ -216,6 +236,10 @@ pub struct InteractiveState {
     files_asked: bool,
     /// The highlighted `@path` completion.
     file_choice: usize,
+    /// The workspace's sessions once listed, for `@session` completion.
+    session_refs: Option<Vec<SessionListing>>,
+    /// They were asked for since the last session switch.
+    session_refs_asked: bool,
     /// A first Esc on an empty, idle input: a second one rewinds.
     esc_armed: bool,
     /// A `!command` is running.
@@ -261,6 +285,8 @@ impl InteractiveState {
             files: None,
             files_asked: false,
             file_choice: 0,
+            session_refs: None,
+            session_refs_asked: false,
             esc_armed: false,
             shell: None,
             quit_armed: 0,
@@ -462,6 +488,8 @@ impl InteractiveState {
             Input::ShellDone { command, output } => self.shell_done(command, output, &mut effects),
             Input::Edit(text) => self.input.set_text(&text),
             Input::GoalLine(line) => self.goal_line = line,
+            Input::SearchHits { query, hits } => self.search_hits(&query, hits),
+            Input::SessionRefs(sessions) => self.set_session_refs(sessions),
         }
         self.flush(&mut effects);
         self.sync_queue();
@@ -508,6 +536,8 @@ impl InteractiveState {
         self.next_seq = opened.events.last().map_or(0, |e| e.seq + 1);
         self.session = Some(opened.id.clone());
         self.compacting = false;
+        // The session left is one to offer now.
+        self.session_refs_asked = false;
         let (note, replay) = match &opened.how {
             OpenedHow::New => (format!("new session {}", opened.id), false),
             OpenedHow::Resumed => (format!("resumed session {}", opened.id), true),
