@@ -16,7 +16,7 @@ use futures_util::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub struct OpenAiAdapter {
     route: Arc<RouteConfig>,
     env: Arc<dyn EnvLookup>,
-    client: reqwest::Client,
+    client: LazyClient,
     extra_headers: HeaderMap,
     /// Sent only on routes that send it ([`RouteConfig::sends_user_id`]).
     user_id: Option<HeaderValue>,
@@ -62,12 +62,10 @@ impl fmt::Debug for OpenAiAdapter {
 }
 
 impl OpenAiAdapter {
-    /// An adapter for `route` with its own HTTP client (rustls, system proxy settings).
+    /// An adapter for `route` with its own HTTP client (rustls, system proxy settings),
+    /// built on its first request ([`LazyClient`]).
     pub fn new(route: RouteConfig, env: Arc<dyn EnvLookup>) -> Result<Self, LlmError> {
-        let client = client_builder().build().map_err(|error| {
-            LlmError::new(INVALID_CONFIG, "could not build the HTTP client").with_source(error)
-        })?;
-        Self::with_client(route, env, client)
+        Self::with_lazy_client(route, env, LazyClient::default())
     }
 
     /// An adapter using `client`.
@@ -75,6 +73,16 @@ impl OpenAiAdapter {
         route: RouteConfig,
         env: Arc<dyn EnvLookup>,
         client: reqwest::Client,
+    ) -> Result<Self, LlmError> {
+        Self::with_lazy_client(route, env, LazyClient::ready(client))
+    }
+
+    /// An adapter using `client`, which routes may share (one client, built once, on the
+    /// first request of any of them).
+    pub fn with_lazy_client(
+        route: RouteConfig,
+        env: Arc<dyn EnvLookup>,
+        client: LazyClient,
     ) -> Result<Self, LlmError> {
         let mut extra_headers = HeaderMap::new();
         for (name, value) in &route.headers {
@@ -208,7 +216,13 @@ impl OpenAiAdapter {
             })?;
         let idle = Duration::from_millis(self.route.stream_idle_timeout_ms.max(1));
         let cancel = request.cancel.clone();
-        let send = self.client.post(url).headers(headers).body(body).send();
+        let send = self
+            .client
+            .get()?
+            .post(url)
+            .headers(headers)
+            .body(body)
+            .send();
         let response = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(aborted()),
@@ -457,8 +471,9 @@ pub fn register_routes(
     env: Arc<dyn EnvLookup>,
 ) -> Result<Vec<AdapterHandle>, LlmError> {
     let mut handles: Vec<AdapterHandle> = Vec::new();
+    let client = LazyClient::default();
     for route in &config.routes {
-        let adapter = OpenAiAdapter::new(route.clone(), env.clone())
+        let adapter = OpenAiAdapter::with_lazy_client(route.clone(), env.clone(), client.clone())
             .map(|adapter| adapter.with_services(owner));
         let adapter = match &config.user_id {
             Some(user_id) => adapter.and_then(|adapter| adapter.with_user_id(user_id)),
@@ -483,6 +498,46 @@ pub fn register_routes(
         }
     }
     Ok(handles)
+}
+
+/// An HTTP client built on first use and shared by its clones.
+///
+/// Building a rustls client reads and parses every root certificate of the system (tens of
+/// milliseconds, most of a workspace's boot), so no surface pays it before its first model
+/// request: `dsh acp`'s `session/new`, `dsh sessions ...` and a resume never do.
+#[derive(Clone, Default)]
+pub struct LazyClient(Arc<OnceLock<reqwest::Client>>);
+
+impl LazyClient {
+    /// A client that is already built.
+    pub fn ready(client: reqwest::Client) -> Self {
+        Self(Arc::new(OnceLock::from(client)))
+    }
+
+    /// Whether the client has been built (by a request or [`LazyClient::ready`]).
+    pub fn is_built(&self) -> bool {
+        self.0.get().is_some()
+    }
+
+    /// The client, built now if no request has built it yet. Two first requests racing may
+    /// both build one; the first stored is kept.
+    pub fn get(&self) -> Result<&reqwest::Client, LlmError> {
+        if let Some(client) = self.0.get() {
+            return Ok(client);
+        }
+        let built = client_builder().build().map_err(|error| {
+            LlmError::new(INVALID_CONFIG, "could not build the HTTP client").with_source(error)
+        })?;
+        Ok(self.0.get_or_init(|| built))
+    }
+}
+
+impl fmt::Debug for LazyClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyClient")
+            .field("built", &self.is_built())
+            .finish()
+    }
 }
 
 /// `reqwest::Client::builder()` after installing ring as rustls's process-wide provider: the

@@ -27,7 +27,8 @@ pub mod translate;
 pub mod wire;
 
 pub use adapter::{
-    client_builder, register_routes, OpenAiAdapter, COMPACT_HEADER, INVALID_CONFIG, USER_AGENT,
+    client_builder, register_routes, LazyClient, OpenAiAdapter, COMPACT_HEADER, INVALID_CONFIG,
+    USER_AGENT,
 };
 pub use config::{
     check_base_url, Compat, EnvLookup, MaxTokensField, ModelCatalog, ModelDefaults, ModelEntry,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::ToolError;
-use crate::fs_tools::ObservationStore;
+use crate::fs_tools::{ObservationStore, WorkspaceFiles};
 use crate::output::CollectorLimits;
 use crate::sandbox::{SandboxMode, SandboxPolicy, UnconfinedFallback};
 use crate::scrub::SecretScrubber;
@@ -125,6 +125,8 @@ pub struct ToolEnv {
     model_accepts_images: bool,
     web_fetch: WebFetchConfig,
     notice_shown: Arc<AtomicBool>,
+    /// Where the file tools get and put text; `None`: the disk.
+    files: Option<Arc<dyn WorkspaceFiles>>,
 }
 
 impl std::fmt::Debug for ToolEnv {
@@ -141,6 +143,7 @@ impl std::fmt::Debug for ToolEnv {
             .field("facts", &self.facts)
             .field("model_accepts_images", &self.model_accepts_images)
             .field("web_fetch", &self.web_fetch)
+            .field("client_files", &self.files.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -238,6 +241,21 @@ impl ToolEnv {
     pub fn with_web_fetch(&self, config: WebFetchConfig) -> Self {
         Self {
             web_fetch: config,
+            ..self.clone()
+        }
+    }
+
+    /// Where `read`, `write` and `edit` get and put text, when not the disk.
+    pub fn files(&self) -> Option<&Arc<dyn WorkspaceFiles>> {
+        self.files.as_ref()
+    }
+
+    /// The same session with its file text served by `files` (an editor's buffers). Paths
+    /// are still resolved and checked against the sandbox by the tools first; environments
+    /// derived from this one (another sandbox mode, a child session) keep it.
+    pub fn with_files(&self, files: Arc<dyn WorkspaceFiles>) -> Self {
+        Self {
+            files: Some(files),
             ..self.clone()
         }
     }
@@ -389,6 +407,7 @@ impl ToolEnvBuilder {
             model_accepts_images: self.model_accepts_images,
             web_fetch: self.web_fetch,
             notice_shown: Arc::new(AtomicBool::new(false)),
+            files: None,
         })
     }
 }

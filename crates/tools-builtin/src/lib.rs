@@ -15,7 +15,7 @@
 //! | tool | concurrency | module |
 //! |---|---|---|
 //! | `bash` | exclusive | [`bash`] |
-//! | `read`, `write`, `edit` | read parallel, others exclusive | [`fs_tools`] |
+//! | `read`, `write`, `edit` | read parallel, others exclusive | [`fs_tools`] (text through [`WorkspaceFiles`] when a surface installs one) |
 //! | `glob`, `grep` | parallel | [`search`] |
 //! | `todo_write` | exclusive | [`todo`] |
 //! | `web_fetch` | parallel | [`web_fetch`] |
@@ -53,7 +53,7 @@ pub use bash::{Bash, BashArgs};
 pub use env::{Limits, SessionFacts, ToolEnv, ToolEnvBuilder, WebFetchConfig};
 pub use envs::ToolEnvs;
 pub use error::{EditCandidate, ToolError};
-pub use fs_tools::{Edit, EditArgs, Read, ReadArgs, Write, WriteArgs};
+pub use fs_tools::{Edit, EditArgs, LocalFiles, Read, ReadArgs, WorkspaceFiles, Write, WriteArgs};
 pub use plugin::{
     builtin_tool, register_builtin_tools, BuiltinToolsConfig, BuiltinToolsError,
     BuiltinToolsPlugin, ToolSelection, WebFetchSettings, BUILTIN_TOOL_NAMES,

@@ -4,11 +4,13 @@
 //! - [`session`]: one session's agent, update feed, answerer and prompt in flight;
 //! - [`updates`] and [`tools`]: session events as `session/update` payloads;
 //! - [`permission`]: approval questions as `session/request_permission`;
+//! - [`files`]: the client's `fs/*` methods as the file tools' text;
 //! - [`prompt`]: prompt admission.
 //!
 //! Error texts and the stop-reason mapping follow the original (`@deepseek-ai` ACP bridge,
 //! SDK 0.25.1 error prefixes); docs/acp.md lists them and every deviation.
 
+pub mod files;
 mod mcp;
 mod permission;
 mod prompt;
@@ -22,6 +24,7 @@ pub use session::{settle, Settled};
 use crate::host::{AgentChoice, Host, HostError, Workspace};
 use crate::rpc::frame::{self, code, Malformed};
 use crate::rpc::{Incoming, Line, LineReader, Peer, RpcError, MAX_FRAME_BYTES};
+use files::FsCapabilities;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session::{lock, AcpSession};
@@ -43,6 +46,8 @@ struct Server {
     peer: Peer,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     closing: AtomicBool,
+    /// What `initialize` said the client does with files.
+    fs: Mutex<FsCapabilities>,
 }
 
 #[derive(Deserialize)]
@@ -106,6 +111,7 @@ where
         peer: peer.clone(),
         sessions: Mutex::new(HashMap::new()),
         closing: AtomicBool::new(false),
+        fs: Mutex::new(FsCapabilities::default()),
     });
     let mut lines = LineReader::new(input);
     let mut tasks = tokio::task::JoinSet::new();
@@ -202,7 +208,9 @@ impl Server {
     }
 
     fn initialize(&self, params: Value) -> Result<Value, RpcError> {
+        let fs = FsCapabilities::of(&params);
         let _asked: InitializeParams = self::params("initialize", params)?;
+        *lock(&self.fs) = fs;
         // Version negotiation: dsh answers with the one version it speaks.
         Ok(json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -277,7 +285,8 @@ impl Server {
             .await
             .map_err(|e| RpcError::internal(e.to_string()))?;
         let translator = Translator::new(workspace.root());
-        let session = AcpSession::attach(workspace, handle.clone(), translator, &self.peer);
+        let fs = *lock(&self.fs);
+        let session = AcpSession::attach(workspace, handle.clone(), translator, &self.peer, fs);
         self.adopt(session, &handle).await
     }
 
@@ -349,7 +358,8 @@ impl Server {
                 );
             }
         }
-        let session = AcpSession::attach(workspace, handle.clone(), translator, &self.peer);
+        let fs = *lock(&self.fs);
+        let session = AcpSession::attach(workspace, handle.clone(), translator, &self.peer, fs);
         self.adopt(session, &handle).await
     }
 

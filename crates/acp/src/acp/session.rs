@@ -1,6 +1,7 @@
 //! One ACP session: the agent it drives, its live `session/update` feed, its approval
 //! answerer, and the prompt in flight.
 
+use super::files::FsCapabilities;
 use super::permission::AcpAnswerer;
 use super::updates::Translator;
 use crate::host::Workspace;
@@ -48,13 +49,16 @@ pub enum Settled {
 }
 
 impl AcpSession {
-    /// Wires `handle` to the client: the update feed, then the approval answerer.
+    /// Wires `handle` to the client: its files (when the client offers them), the update
+    /// feed, then the approval answerer.
     pub fn attach(
         workspace: Arc<dyn Workspace>,
         handle: AgentHandle,
         translator: Translator,
         peer: &Peer,
+        fs: FsCapabilities,
     ) -> Result<Arc<Self>, String> {
+        super::files::install(workspace.ctx(), handle.agent(), peer, fs)?;
         let id = handle.agent().id().clone();
         let translator = Arc::new(Mutex::new(translator));
         let feed = translator.clone();

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 /// Where `@agentclientprotocol/sdk` is installed: `$DSH_TEST_ACP_NODE_MODULES`, else
 /// `target/npm-acp/node_modules` (scripts/install-acp-client). `None` (skip, loudly) only
 /// when `DSH_SKIP_ACP_E2E=1` and not under `CI=true`; otherwise a missing client fails.
-fn acp_client() -> Option<PathBuf> {
+pub fn acp_client() -> Option<PathBuf> {
     let dir = match std::env::var_os("DSH_TEST_ACP_NODE_MODULES") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/npm-acp/node_modules"),

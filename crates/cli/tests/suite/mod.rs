@@ -1,4 +1,5 @@
 mod acp;
+mod acp_editor;
 mod acp_support;
 mod binary;
 mod compaction_e2e;

@@ -553,3 +553,36 @@ async fn a_compaction_request_on_the_deepseek_route_says_so_in_a_header() {
     assert_eq!(RequestPurpose::default(), RequestPurpose::Step);
     assert_eq!(RequestPurpose::WORDS, ["step", "title", "compaction"]);
 }
+
+/// Boot never parses the system's root certificates: routes share one client, built by the
+/// first request of any of them.
+#[tokio::test]
+async fn routes_share_one_client_built_by_the_first_request() {
+    let mut server = Server::start(vec![sse_reply(&sse_body(), 7)]).await;
+    let client = dsh_llm_openai::LazyClient::default();
+    let deepseek = OpenAiAdapter::with_lazy_client(
+        RouteConfig::deepseek(),
+        env(&server.base_url),
+        client.clone(),
+    )
+    .unwrap();
+    let other = OpenAiAdapter::with_lazy_client(
+        RouteConfig::deepseek(),
+        env(&server.base_url),
+        client.clone(),
+    )
+    .unwrap();
+    assert!(!client.is_built(), "building an adapter built its client");
+    // The outcome depends on the machine's proxy settings; building is what is asserted.
+    if let Ok(stream) = deepseek.stream(Arc::new(request())).await {
+        drain(stream).await;
+        let _ = server.request().await;
+    }
+    assert!(
+        client.is_built(),
+        "the first request did not build the client"
+    );
+    let first = client.get().unwrap() as *const reqwest::Client;
+    drop(other);
+    assert_eq!(first, client.get().unwrap() as *const reqwest::Client);
+}

@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::similar::{matches_ignoring_whitespace, nearest_candidates};
-use super::{diff_meta, observe_written, read_guarded, write_atomic};
+use super::WorkspaceFiles;
+use super::{diff_meta, observe_written, read_guarded, read_guarded_via, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::tool::{run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
@@ -48,7 +49,10 @@ impl Edit {
         _cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        run_blocking("editing", move || edit_blocking(&env, &args)).await
+        match env.files().cloned() {
+            Some(files) => edit_via(files.as_ref(), &env, &args).await,
+            None => run_blocking("editing", move || edit_blocking(&env, &args)).await,
+        }
     }
 }
 
@@ -104,17 +108,53 @@ impl TypedTool for Edit {
 }
 
 fn edit_blocking(env: &ToolEnv, args: &EditArgs) -> Result<ToolOutput, ToolError> {
+    check_args(args)?;
+    let path = crate::paths::resolve_for_write(env, &args.file_path)?;
+    let bytes = read_guarded(env, &path)?;
+    let (text, updated, count) = apply(&path, bytes, args)?;
+    write_atomic(&path, updated.as_bytes())?;
+    Ok(edited(env, args, &path, &text, &updated, count))
+}
+
+/// [`edit_blocking`] through the session's [`WorkspaceFiles`]: the same checks, guard and
+/// matching rules.
+async fn edit_via(
+    files: &dyn WorkspaceFiles,
+    env: &ToolEnv,
+    args: &EditArgs,
+) -> Result<ToolOutput, ToolError> {
+    check_args(args)?;
+    let path = crate::paths::resolve_for_write(env, &args.file_path)?;
+    let bytes = read_guarded_via(files, env, &path).await?;
+    let (text, updated, count) = apply(&path, bytes, args)?;
+    files
+        .write_text(&path, &updated)
+        .await
+        .map_err(|e| ToolError::io("writing", &path, e))?;
+    Ok(edited(env, args, &path, &text, &updated, count))
+}
+
+fn check_args(args: &EditArgs) -> Result<(), ToolError> {
     if args.old_string.is_empty() {
         return Err(ToolError::EditEmptyOldString);
     }
     if args.old_string == args.new_string {
         return Err(ToolError::EditNoChange);
     }
-    let path = crate::paths::resolve_for_write(env, &args.file_path)?;
-    let bytes = read_guarded(env, &path)?;
-    let text = String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: path.clone() })?;
+    Ok(())
+}
+
+/// The file's text, its edited text and how many matches were replaced.
+fn apply(
+    path: &Path,
+    bytes: Vec<u8>,
+    args: &EditArgs,
+) -> Result<(String, String, usize), ToolError> {
+    let text = String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 {
+        path: path.to_path_buf(),
+    })?;
     let (old, new) = match_form(&text, &args.old_string, &args.new_string)
-        .ok_or_else(|| no_match(&path, &text, &args.old_string))?;
+        .ok_or_else(|| no_match(path, &text, &args.old_string))?;
     let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
     if starts.len() > 1 && !args.replace_all {
         let lines = starts
@@ -123,7 +163,7 @@ fn edit_blocking(env: &ToolEnv, args: &EditArgs) -> Result<ToolOutput, ToolError
             .map(|&i| line_of(&text, i))
             .collect();
         return Err(ToolError::EditAmbiguous {
-            path,
+            path: path.to_path_buf(),
             count: starts.len(),
             lines,
         });
@@ -133,15 +173,26 @@ fn edit_blocking(env: &ToolEnv, args: &EditArgs) -> Result<ToolOutput, ToolError
     } else {
         text.replacen(&old, &new, 1)
     };
-    write_atomic(&path, updated.as_bytes())?;
-    observe_written(env, &path, updated.as_bytes());
+    Ok((text, updated, starts.len()))
+}
+
+/// Records what was written and describes it.
+fn edited(
+    env: &ToolEnv,
+    args: &EditArgs,
+    path: &Path,
+    text: &str,
+    updated: &str,
+    count: usize,
+) -> ToolOutput {
+    observe_written(env, path, updated.as_bytes());
     let mut content = format!("The file {} has been updated successfully.", path.display());
-    if starts.len() > 1 {
-        content.push_str(&format!(" ({} occurrences replaced)", starts.len()));
+    if count > 1 {
+        content.push_str(&format!(" ({count} occurrences replaced)"));
     }
-    let mut metadata = diff_meta(&args.file_path, &text, &updated);
-    metadata["replacements"] = json!(starts.len());
-    Ok(ToolOutput { content, metadata })
+    let mut metadata = diff_meta(&args.file_path, text, updated);
+    metadata["replacements"] = json!(count);
+    ToolOutput { content, metadata }
 }
 
 /// The strings to use: as given, or with `\n` turned into `\r\n` when the file uses CRLF line

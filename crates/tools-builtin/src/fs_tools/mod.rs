@@ -4,8 +4,11 @@
 //! All three resolve paths with symlinks followed; `write` and `edit` then check the result
 //! against the session's sandbox policy before touching the disk, and replace files atomically
 //! (write a sibling temp file, then rename) so a crash never leaves half a file behind.
+//! When the session's [`ToolEnv`] carries [`WorkspaceFiles`] (an editor's buffers), the text
+//! is read and written through them instead, after the same checks.
 
 mod edit;
+mod files;
 mod observe;
 mod read;
 mod similar;
@@ -18,6 +21,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 pub use edit::{Edit, EditArgs};
+pub use files::{LocalFiles, WorkspaceFiles};
 pub use observe::{content_hash, ContentHasher, Observation, ObservationStore};
 pub use read::{Read, ReadArgs};
 pub use write::{Write, WriteArgs};
@@ -30,11 +34,15 @@ const MAX_DIFF_META_BYTES: usize = 256 * 1024;
 
 /// Replaces `path` with `bytes` atomically, keeping the old file's permissions.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
-    let io_err = |e| ToolError::io("writing", path, e);
+    replace_file(path, bytes).map_err(|e| ToolError::io("writing", path, e))
+}
+
+/// [`write_atomic`]'s body: a sibling temp file, synced, then renamed over `path`.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let parent = path
         .parent()
-        .ok_or_else(|| io_err(std::io::Error::other("no parent directory")))?;
-    std::fs::create_dir_all(parent).map_err(io_err)?;
+        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    std::fs::create_dir_all(parent)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -55,7 +63,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    result.map_err(io_err)
+    result
 }
 
 /// Records what the tools themselves just wrote, so a follow-up edit needs no re-read.
@@ -72,6 +80,34 @@ fn diff_meta(display_path: &str, old: &str, new: &str) -> Value {
     }
     let trim = |s: &str| s.strip_suffix('\n').unwrap_or(s).to_string();
     json!({"diffs": [{"path": display_path, "oldText": trim(old), "newText": trim(new)}]})
+}
+
+/// [`read_guarded`] through `files`: the same size cap and observation guard, on the text
+/// `files` holds.
+async fn read_guarded_via(
+    files: &dyn WorkspaceFiles,
+    env: &ToolEnv,
+    path: &Path,
+) -> Result<Vec<u8>, ToolError> {
+    if path.is_dir() {
+        return Err(ToolError::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let text = files
+        .read_text(path)
+        .await
+        .map_err(|e| ToolError::io("reading", path, e))?;
+    let limit = env.limits().edit_max_file_bytes;
+    if text.len() as u64 > limit {
+        return Err(ToolError::FileTooLarge {
+            path: path.to_path_buf(),
+            size: text.len() as u64,
+            limit,
+        });
+    }
+    env.observations().check_fresh(path, text.as_bytes())?;
+    Ok(text.into_bytes())
 }
 
 /// Reads an existing file for modification, enforcing the size cap and the observation guard.

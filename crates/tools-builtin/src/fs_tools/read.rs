@@ -56,7 +56,20 @@ impl Read {
     ) -> Result<ToolOutput, ToolError> {
         let path = crate::paths::resolve_for_read(env, &args.file_path)?;
         let env = env.clone();
-        run_blocking("reading", move || read_blocking(&env, &args, &path)).await
+        match env.files().cloned() {
+            // Directories are listed from the disk.
+            Some(files) if !path.is_dir() => {
+                let text = files
+                    .read_text(&path)
+                    .await
+                    .map_err(|e| ToolError::io("reading", &path, e))?;
+                run_blocking("reading", move || {
+                    read_window(&env, &args, &path, std::io::Cursor::new(text), None)
+                })
+                .await
+            }
+            _ => run_blocking("reading", move || read_blocking(&env, &args, &path)).await,
+        }
     }
 }
 
@@ -115,6 +128,19 @@ fn read_blocking(env: &ToolEnv, args: &ReadArgs, path: &Path) -> Result<ToolOutp
     if meta.is_dir() {
         return list_directory(path);
     }
+    let file = File::open(path).map_err(|e| ToolError::io("reading", path, e))?;
+    read_window(env, args, path, file, meta.modified().ok())
+}
+
+/// The requested window of `source` (the file's content, `modified` at that time), recorded
+/// as the session's observation of `path`.
+fn read_window(
+    env: &ToolEnv,
+    args: &ReadArgs,
+    path: &Path,
+    source: impl std::io::Read,
+    modified: Option<std::time::SystemTime>,
+) -> Result<ToolOutput, ToolError> {
     let limits = env.limits();
     let offset = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let limit = match args.limit {
@@ -124,8 +150,7 @@ fn read_blocking(env: &ToolEnv, args: &ReadArgs, path: &Path) -> Result<ToolOutp
             .min(limits.read_default_lines),
         None => limits.read_default_lines,
     };
-    let file = File::open(path).map_err(|e| ToolError::io("reading", path, e))?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(source);
     let mut sniff = Vec::with_capacity(SNIFF_BYTES);
     (&mut reader)
         .take(SNIFF_BYTES as u64)
@@ -162,7 +187,7 @@ fn read_blocking(env: &ToolEnv, args: &ReadArgs, path: &Path) -> Result<ToolOutp
     env.observations().record(
         path,
         Observation {
-            modified: meta.modified().ok(),
+            modified,
             size,
             hash: hasher.finish(),
         },

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{diff_meta, observe_written, read_guarded, write_atomic};
+use super::WorkspaceFiles;
+use super::{diff_meta, observe_written, read_guarded, read_guarded_via, write_atomic};
 use crate::env::ToolEnv;
 use crate::error::ToolError;
 use crate::tool::{run_blocking, tool_env, ToolOutput, BACKSTOP_TIMEOUT};
@@ -40,7 +41,10 @@ impl Write {
         _cancel: CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let env = env.clone();
-        run_blocking("writing", move || write_blocking(&env, &args)).await
+        match env.files().cloned() {
+            Some(files) => write_via(files.as_ref(), &env, &args).await,
+            None => run_blocking("writing", move || write_blocking(&env, &args)).await,
+        }
     }
 }
 
@@ -102,18 +106,49 @@ fn write_blocking(env: &ToolEnv, args: &WriteArgs) -> Result<ToolOutput, ToolErr
         Vec::new()
     };
     write_atomic(&path, args.content.as_bytes())?;
-    observe_written(env, &path, args.content.as_bytes());
+    Ok(written(env, args, &path, existed, &old))
+}
+
+/// [`write_blocking`] through the session's [`WorkspaceFiles`]: the same checks and guard.
+async fn write_via(
+    files: &dyn WorkspaceFiles,
+    env: &ToolEnv,
+    args: &WriteArgs,
+) -> Result<ToolOutput, ToolError> {
+    let path = crate::paths::resolve_for_write(env, &args.file_path)?;
+    let existed = path.symlink_metadata().is_ok();
+    let old = if existed {
+        read_guarded_via(files, env, &path).await?
+    } else {
+        Vec::new()
+    };
+    files
+        .write_text(&path, &args.content)
+        .await
+        .map_err(|e| ToolError::io("writing", &path, e))?;
+    Ok(written(env, args, &path, existed, &old))
+}
+
+/// Records what was written and describes it.
+fn written(
+    env: &ToolEnv,
+    args: &WriteArgs,
+    path: &std::path::Path,
+    existed: bool,
+    old: &[u8],
+) -> ToolOutput {
+    observe_written(env, path, args.content.as_bytes());
     let verb = if existed { "overwritten" } else { "created" };
     let mut metadata = diff_meta(
         &args.file_path,
-        &String::from_utf8_lossy(&old),
+        &String::from_utf8_lossy(old),
         &args.content,
     );
     metadata["path"] = json!(path.display().to_string());
     metadata["created"] = json!(!existed);
     metadata["bytes"] = json!(args.content.len());
-    Ok(ToolOutput {
+    ToolOutput {
         content: format!("The file {} has been {verb} successfully.", path.display()),
         metadata,
-    })
+    }
 }

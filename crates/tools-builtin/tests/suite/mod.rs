@@ -14,3 +14,4 @@ mod search;
 mod support;
 mod todo;
 mod web_fetch;
+mod workspace_files;
