@@ -49,12 +49,21 @@ mod tests {
     fn bearer_or_cookie() {
         let mut h = HeaderMap::new();
         assert!(!authorized(&h, "abc"));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abd"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abd"),
+        );
         assert!(!authorized(&h, "abc"));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
         assert!(authorized(&h, "abc"));
         let mut c = HeaderMap::new();
-        c.insert(header::COOKIE, HeaderValue::from_static("x=1; dsh_token=abc"));
+        c.insert(
+            header::COOKIE,
+            HeaderValue::from_static("x=1; dsh_token=abc"),
+        );
         assert!(authorized(&c, "abc"));
         c.insert(header::COOKIE, HeaderValue::from_static("dsh_token=ab"));
         assert!(!authorized(&c, "abc"));

@@ -39,5 +39,6 @@ pub async fn read<T: DeserializeOwned>(
     } else {
         &bytes
     };
-    serde_json::from_slice(text).map_err(|e| ApiError::BadRequest(format!("the body is not valid: {e}")))
+    serde_json::from_slice(text)
+        .map_err(|e| ApiError::BadRequest(format!("the body is not valid: {e}")))
 }

@@ -99,9 +99,10 @@ impl IntoResponse for ApiError {
         )
             .into_response();
         if matches!(self, Self::Unauthorized) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
         }
         response
     }

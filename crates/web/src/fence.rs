@@ -43,7 +43,11 @@ pub fn split_host(text: &str) -> Option<(String, Option<u16>)> {
     let (hostname, port) = if let Some(rest) = text.strip_prefix('[') {
         let close = rest.find(']')?;
         let inner = &rest[..close];
-        if inner.is_empty() || !inner.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
+        if inner.is_empty()
+            || !inner
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+        {
             return None;
         }
         let after = &rest[close + 1..];
@@ -107,16 +111,14 @@ fn ipv4_number(part: &str) -> Option<u64> {
     if part.is_empty() {
         return None;
     }
-    let (digits, radix) = if let Some(hex) = part
-        .strip_prefix("0x")
-        .or_else(|| part.strip_prefix("0X"))
-    {
-        (hex, 16)
-    } else if part.len() > 1 && part.starts_with('0') {
-        (&part[1..], 8)
-    } else {
-        (part, 10)
-    };
+    let (digits, radix) =
+        if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
     if digits.is_empty() {
         return Some(0);
     }
@@ -192,7 +194,9 @@ pub fn check_loopback(headers: &HeaderMap, peer: IpAddr) -> Result<(), Refusal> 
     check(headers, &[])?;
     let loopback = match peer {
         IpAddr::V4(ip) => ip.is_loopback(),
-        IpAddr::V6(ip) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     };
     if loopback {
         Ok(())
@@ -218,10 +222,28 @@ mod tests {
 
     #[test]
     fn loopback_names_follow_whatwg() {
-        for name in ["localhost", "127.0.0.1", "127.1", "0x7f.0.0.1", "2130706433", "127.255.255.255", "[::1]", "127.0.0.1."] {
+        for name in [
+            "localhost",
+            "127.0.0.1",
+            "127.1",
+            "0x7f.0.0.1",
+            "2130706433",
+            "127.255.255.255",
+            "[::1]",
+            "127.0.0.1.",
+        ] {
             assert!(is_loopback_name(name), "{name}");
         }
-        for name in ["127.0.0.1.evil.com", "evil.com", "128.0.0.1", "10.0.0.1", "127.256.0.1", "localhost.evil", "[::2]", "0177.0.0.1.x"] {
+        for name in [
+            "127.0.0.1.evil.com",
+            "evil.com",
+            "128.0.0.1",
+            "10.0.0.1",
+            "127.256.0.1",
+            "localhost.evil",
+            "[::2]",
+            "0177.0.0.1.x",
+        ] {
             assert!(!is_loopback_name(name), "{name}");
         }
         assert_eq!(whatwg_ipv4("0177.1"), Some(Ipv4Addr::new(127, 0, 0, 1)));
@@ -231,28 +253,82 @@ mod tests {
     fn the_fence_refuses_rebinding_and_foreign_origins() {
         let ok = |h: &[(&'static str, &str)]| check(&headers(h), &[]);
         assert_eq!(ok(&[("host", "127.0.0.1:3080")]), Ok(()));
-        assert_eq!(ok(&[("host", "localhost:3080"), ("origin", "http://localhost:3080")]), Ok(()));
-        assert_eq!(ok(&[("host", "127.0.0.1"), ("origin", "http://127.0.0.1:80")]), Ok(()));
+        assert_eq!(
+            ok(&[
+                ("host", "localhost:3080"),
+                ("origin", "http://localhost:3080")
+            ]),
+            Ok(())
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1"), ("origin", "http://127.0.0.1:80")]),
+            Ok(())
+        );
         assert_eq!(ok(&[]), Err(Refusal::MissingHost));
-        assert_eq!(ok(&[("host", "evil.com:3080")]), Err(Refusal::UntrustedHost));
-        assert_eq!(ok(&[("host", "127.0.0.1.evil.com")]), Err(Refusal::UntrustedHost));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080"), ("sec-fetch-site", "cross-site")]), Err(Refusal::CrossSite));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080"), ("sec-fetch-site", "same-origin")]), Ok(()));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080"), ("origin", "null")]), Err(Refusal::BadOrigin));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080"), ("origin", "http://evil.com")]), Err(Refusal::ForeignOrigin));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080"), ("origin", "http://127.0.0.1:4000")]), Err(Refusal::ForeignOrigin));
-        assert_eq!(ok(&[("host", "127.0.0.1:3080/x")]), Err(Refusal::MissingHost));
+        assert_eq!(
+            ok(&[("host", "evil.com:3080")]),
+            Err(Refusal::UntrustedHost)
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1.evil.com")]),
+            Err(Refusal::UntrustedHost)
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1:3080"), ("sec-fetch-site", "cross-site")]),
+            Err(Refusal::CrossSite)
+        );
+        assert_eq!(
+            ok(&[
+                ("host", "127.0.0.1:3080"),
+                ("sec-fetch-site", "same-origin")
+            ]),
+            Ok(())
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1:3080"), ("origin", "null")]),
+            Err(Refusal::BadOrigin)
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1:3080"), ("origin", "http://evil.com")]),
+            Err(Refusal::ForeignOrigin)
+        );
+        assert_eq!(
+            ok(&[
+                ("host", "127.0.0.1:3080"),
+                ("origin", "http://127.0.0.1:4000")
+            ]),
+            Err(Refusal::ForeignOrigin)
+        );
+        assert_eq!(
+            ok(&[("host", "127.0.0.1:3080/x")]),
+            Err(Refusal::MissingHost)
+        );
     }
 
     #[test]
     fn trusted_hosts_match_by_name_or_name_and_port() {
-        let any_port = [TrustedHost { hostname: "box.lan".into(), port: None }];
-        let one_port = [TrustedHost { hostname: "box.lan".into(), port: Some(3080) }];
+        let any_port = [TrustedHost {
+            hostname: "box.lan".into(),
+            port: None,
+        }];
+        let one_port = [TrustedHost {
+            hostname: "box.lan".into(),
+            port: Some(3080),
+        }];
         assert_eq!(check(&headers(&[("host", "box.lan:9")]), &any_port), Ok(()));
-        assert_eq!(check(&headers(&[("host", "box.lan:3080")]), &one_port), Ok(()));
-        assert_eq!(check(&headers(&[("host", "box.lan:9")]), &one_port), Err(Refusal::UntrustedHost));
         assert_eq!(
-            check(&headers(&[("host", "box.lan"), ("origin", "https://box.lan")]), &any_port),
+            check(&headers(&[("host", "box.lan:3080")]), &one_port),
+            Ok(())
+        );
+        assert_eq!(
+            check(&headers(&[("host", "box.lan:9")]), &one_port),
+            Err(Refusal::UntrustedHost)
+        );
+        assert_eq!(
+            check(
+                &headers(&[("host", "box.lan"), ("origin", "https://box.lan")]),
+                &any_port
+            ),
             Ok(())
         );
     }
@@ -261,6 +337,9 @@ mod tests {
     fn loopback_only_needs_a_loopback_peer_and_name() {
         let h = headers(&[("host", "127.0.0.1:3080")]);
         assert_eq!(check_loopback(&h, IpAddr::V4(Ipv4Addr::LOCALHOST)), Ok(()));
-        assert_eq!(check_loopback(&h, IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))), Err(Refusal::NotLoopback));
+        assert_eq!(
+            check_loopback(&h, IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))),
+            Err(Refusal::NotLoopback)
+        );
     }
 }

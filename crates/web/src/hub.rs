@@ -43,7 +43,9 @@ pub enum Frame {
     /// A log event (durable; has a seq).
     Event(Arc<SessionEvent>),
     /// The agent started or stopped working.
-    Status { running: bool },
+    Status {
+        running: bool,
+    },
     /// An approval or question opened or closed (payloads as docs/web-api.md).
     Approval(Value),
     ApprovalResolved(Value),
@@ -211,7 +213,9 @@ impl Hub {
             .unwrap_or_else(|| self.inner.default_cwd.clone());
         let workspace = self.inner.host.open(&cwd, &[]).await?;
         self.wire(&workspace)?;
-        let handle = workspace.resume(id.clone(), &AgentChoice::default()).await?;
+        let handle = workspace
+            .resume(id.clone(), &AgentChoice::default())
+            .await?;
         self.adopt(workspace, handle)
     }
 

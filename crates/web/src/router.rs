@@ -76,7 +76,10 @@ async fn index(State(state): State<AppState>, request: Request) -> Response {
         [
             (header::LOCATION, header::HeaderValue::from_static("/")),
             (header::SET_COOKIE, cookie),
-            (header::CACHE_CONTROL, header::HeaderValue::from_static("no-store")),
+            (
+                header::CACHE_CONTROL,
+                header::HeaderValue::from_static("no-store"),
+            ),
         ],
     )
         .into_response()

@@ -123,9 +123,7 @@ async fn pump(
         let sent = match frame {
             Ok(frame) => match &*frame {
                 Frame::Event(event) if event.seq < cursor.next => true,
-                Frame::Event(event) if event.seq > cursor.next => {
-                    cursor.catch_up(&live, &tx).await
-                }
+                Frame::Event(event) if event.seq > cursor.next => cursor.catch_up(&live, &tx).await,
                 Frame::Event(event) => {
                     cursor.next = event.seq + 1;
                     tx.send(event_frame(event)).await.is_ok()

@@ -86,9 +86,9 @@ fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     options.mode(0o600);
-    let mut file = options.open(path).map_err(|e| {
-        anyhow::anyhow!("cannot write the token file {}: {e}", path.display())
-    })?;
+    let mut file = options
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write the token file {}: {e}", path.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -38,3 +38,5 @@ mod tui_tmux_mcp;
 mod tui_tmux_render;
 mod tui_tmux_subagents;
 mod tui_tmux_trust;
+mod web;
+mod web_support;

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use dsh_agent::{AbortSignal, AgentCancelCause, ModelSelection, AgentStatus, CancelOptions};
+use dsh_agent::{AbortSignal, AgentCancelCause, AgentStatus, CancelOptions, ModelSelection};
 use dsh_protocol::Message;
 use serde::Deserialize;
 use serde_json::json as value;
@@ -128,7 +128,9 @@ pub async fn fork(
     let persistence = state
         .hub
         .persistence()
-        .ok_or_else(|| ApiError::Unsupported("sessions are not stored in this configuration".into()))?
+        .ok_or_else(|| {
+            ApiError::Unsupported("sessions are not stored in this configuration".into())
+        })?
         .clone();
     let agent = live.handle.agent().clone();
     if let Some(sessions) = live.workspace.ctx().get::<dsh_session::SessionStore>() {
@@ -164,10 +166,15 @@ pub async fn compact(
     let engine = agent
         .ctx()
         .get::<dsh_compaction::CompactionEngine>()
-        .ok_or_else(|| ApiError::Unsupported("compaction is not configured in this composition".into()))?;
+        .ok_or_else(|| {
+            ApiError::Unsupported("compaction is not configured in this composition".into())
+        })?;
     let outcome = engine.compact_now(&agent, AbortSignal::new(), None).await;
     let (compacted, message) = match outcome {
-        Ok(result) => (result.is_some(), dsh_compaction::result_message(result.as_ref())),
+        Ok(result) => (
+            result.is_some(),
+            dsh_compaction::result_message(result.as_ref()),
+        ),
         Err(error) => (false, error.user_message().to_owned()),
     };
     Ok(json(
@@ -252,5 +259,8 @@ pub async fn permission(
             other => other.into(),
         })?;
     let now = state.hub.host().permission(live.workspace.as_ref(), &agent);
-    Ok(json(StatusCode::OK, &value!({ "permission": now, "note": note })))
+    Ok(json(
+        StatusCode::OK,
+        &value!({ "permission": now, "note": note }),
+    ))
 }

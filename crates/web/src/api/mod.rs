@@ -94,10 +94,11 @@ pub fn number<T: std::str::FromStr>(
 ) -> Result<Option<T>, ApiError> {
     match params.get(name) {
         None => Ok(None),
-        Some(text) => text
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::BadRequest(format!("the `{name}` parameter must be a number, not {text:?}"))),
+        Some(text) => text.parse().map(Some).map_err(|_| {
+            ApiError::BadRequest(format!(
+                "the `{name}` parameter must be a number, not {text:?}"
+            ))
+        }),
     }
 }
 

@@ -20,7 +20,10 @@ pub const DEFAULT_LIMIT: usize = 200;
 pub const MAX_LIMIT: usize = 2000;
 
 /// `GET /api/sessions[?cwd=DIR]`
-pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
     let params = query(raw.as_deref());
     let sessions = state.hub.list(params.get("cwd").map(String::as_str))?;
     Ok(json(StatusCode::OK, &value!({ "sessions": sessions })))
@@ -69,7 +72,10 @@ pub async fn held(state: &AppState, raw: &str) -> Result<Arc<LiveSession>, ApiEr
 }
 
 /// `GET /api/sessions/{id}`
-pub async fn get(State(state): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let live = held(&state, &raw).await?;
     let summary = state.hub.summary(&live)?;
     let agent = live.handle.agent().clone();
@@ -117,7 +123,11 @@ pub enum Page {
 }
 
 /// The slice of `events` a page covers, and whether more lie in its direction.
-pub fn page(events: &[Arc<SessionEvent>], page: Page, limit: usize) -> (&[Arc<SessionEvent>], bool) {
+pub fn page(
+    events: &[Arc<SessionEvent>],
+    page: Page,
+    limit: usize,
+) -> (&[Arc<SessionEvent>], bool) {
     let len = events.len();
     // Seqs are contiguous from 0, so a seq is its index.
     let clamp = |seq: u64| usize::try_from(seq).unwrap_or(usize::MAX).min(len);
@@ -154,7 +164,9 @@ pub async fn history(
     let after = number::<i64>(&params, "after")?;
     let which = match (before, after) {
         (Some(_), Some(_)) => {
-            return Err(ApiError::BadRequest("give `before` or `after`, not both".into()))
+            return Err(ApiError::BadRequest(
+                "give `before` or `after`, not both".into(),
+            ))
         }
         (Some(seq), None) => Page::Before(seq),
         (None, Some(seq)) => Page::After(u64::try_from(seq).ok()),
@@ -195,7 +207,12 @@ pub async fn history(
         )
         .as_bytes(),
     );
-    Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
 }
 
 /// `GET /api/sessions/{id}/events[?after=SEQ]` (or `Last-Event-ID`)

@@ -62,7 +62,10 @@ fn from_live(live: &LiveSession) -> SessionSummary {
         id: live.id.as_str().to_owned(),
         title: None,
         cwd: header.cwd.clone(),
-        parent_id: header.parent_session.as_ref().map(|p| p.as_str().to_owned()),
+        parent_id: header
+            .parent_session
+            .as_ref()
+            .map(|p| p.as_str().to_owned()),
         origin: None,
         status: status(Some(live)),
         live: true,
@@ -78,9 +81,9 @@ impl Hub {
     /// Every session, newest first; `cwd` keeps one workspace's.
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>, ApiError> {
         let stored = match self.persistence() {
-            Some(persistence) => persistence
-                .list()
-                .map_err(|e| ApiError::Internal(format!("listing the session store failed: {e}")))?,
+            Some(persistence) => persistence.list().map_err(|e| {
+                ApiError::Internal(format!("listing the session store failed: {e}"))
+            })?,
             None => Vec::new(),
         };
         let held = self.held_all();
