@@ -99,7 +99,7 @@ impl Hub {
                 out.push(from_live(live));
             }
         }
-        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        out.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
         if let Some(cwd) = cwd {
             out.retain(|s| s.cwd.as_deref() == Some(cwd));
         }
