@@ -29,6 +29,7 @@ mod subagents;
 mod token_meter;
 mod tool_loop;
 mod tui_render;
+mod web;
 mod workload;
 
 use std::process::ExitCode;
@@ -154,6 +155,11 @@ const BENCHES: &[Bench] = &[
         name: "goal-fold",
         about: "strict goal fold over a 100k-event session with goal rounds (budget: <= 10 ms)",
         run: goal_fold::run,
+    },
+    Bench {
+        name: "web",
+        about: "dsh web: first byte of / and a 10k-event history page (<= 30 ms each), 20 streaming clients, RSS of 50 idle sessions",
+        run: web::run,
     },
 ];
 

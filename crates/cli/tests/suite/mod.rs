@@ -44,3 +44,5 @@ mod tui_tmux_memory;
 mod tui_tmux_render;
 mod tui_tmux_subagents;
 mod tui_tmux_trust;
+mod web;
+mod web_support;
