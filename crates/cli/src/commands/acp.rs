@@ -117,6 +117,21 @@ impl RuntimeHost {
         }
     }
 
+    /// The settings every workspace boots with.
+    pub(super) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The booted workspace rooted at `root` (`dsh web` reaches its runtime through it).
+    pub(super) fn booted(&self, root: &Path) -> Option<Arc<RuntimeWorkspace>> {
+        self.workspaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|((dir, _), _)| dir == root)
+            .map(|(_, workspace)| workspace.clone())
+    }
+
     fn boot(
         &self,
         cwd: &Path,
@@ -212,6 +227,10 @@ pub struct RuntimeWorkspace {
 }
 
 impl RuntimeWorkspace {
+    pub(super) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
     fn options(&self, choice: &AgentChoice) -> AgentOptions {
         let mut options = self.runtime.agent_options();
         if let Some(provider) = &choice.provider {

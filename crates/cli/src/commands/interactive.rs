@@ -489,7 +489,7 @@ impl AppDriver {
 /// The preset a session's log says it runs under: the last one chosen, unless its sandbox
 /// mode changed since (a pinned mode, a resume under narrower settings), when the preset
 /// named after the mode in force.
-fn current_preset(fold: &SafetyFold) -> Option<PermissionPreset> {
+pub(super) fn current_preset(fold: &SafetyFold) -> Option<PermissionPreset> {
     match (fold.preset, fold.sandbox) {
         (Some(preset), Some(mode)) if preset.sandbox_mode() != mode => {
             Some(PermissionPreset::for_sandbox(mode))
@@ -498,6 +498,6 @@ fn current_preset(fold: &SafetyFold) -> Option<PermissionPreset> {
     }
 }
 
-fn default_preset(settings: &Settings) -> PermissionPreset {
+pub(super) fn default_preset(settings: &Settings) -> PermissionPreset {
     PermissionPreset::for_sandbox(settings.sandbox.mode.value)
 }

@@ -27,6 +27,7 @@ mod run_goal;
 pub mod run_output;
 mod sessions;
 mod trust;
+mod web;
 pub mod write_check;
 
 use crate::app::AppError;
@@ -183,6 +184,8 @@ pub enum Command {
     Acp,
     /// Serve the SDK JSON-RPC runtime on stdin/stdout, for programs (docs/acp.md)
     Sdk,
+    /// Serve the web API (and page) on 127.0.0.1:3080 for every session (docs/web-api.md)
+    Web(web::WebArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -388,6 +391,8 @@ pub fn main() -> ExitCode {
         // The protocol servers own stdout: nothing else may write to it.
         Some(Command::Acp) => acp::serve(&cli.global, &ProcessEnv, acp::Protocol::Acp),
         Some(Command::Sdk) => acp::serve(&cli.global, &ProcessEnv, acp::Protocol::Sdk),
+        // The URL line is its stdout; the server runs until Ctrl-C or SIGTERM.
+        Some(Command::Web(args)) => web::serve(&cli.global, args, &ProcessEnv),
         Some(_) => {
             let failure = WriteFailure::default();
             let stdout = std::io::stdout();
@@ -439,6 +444,7 @@ pub fn dispatch(cli: &Cli, env: &dyn Env, out: &mut dyn Write) -> anyhow::Result
         Some(Command::Run(args)) => run::run(&cli.global, args, env),
         Some(Command::Acp) => acp::serve(&cli.global, env, acp::Protocol::Acp),
         Some(Command::Sdk) => acp::serve(&cli.global, env, acp::Protocol::Sdk),
+        Some(Command::Web(args)) => web::serve(&cli.global, args, env),
         Some(Command::Sessions(command)) => sessions::sessions(&cli.global, command, env, out),
         Some(Command::Config(ConfigCommand::Show { json })) => {
             let cwd = workspace_dir(&cli.global)?;
