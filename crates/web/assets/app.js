@@ -240,9 +240,17 @@ class SessionView {
   }
 
   async open() {
-    const detail = await get(`/api/sessions/${enc(this.id)}`);
-    if (this.closed) return;
-    this.applyDetail(detail);
+    // The detail resumes the session; should that fail (its workspace is gone, its settings
+    // are broken), the log is still readable: show it without the live parts.
+    let resumeError = null;
+    try {
+      const detail = await get(`/api/sessions/${enc(this.id)}`);
+      if (this.closed) return;
+      this.applyDetail(detail);
+    } catch (e) {
+      if (e.code === 'session_not_found' || e.status === 401) throw e;
+      resumeError = e;
+    }
     const page = await get(`/api/sessions/${enc(this.id)}/history?limit=${PAGE}&render=html`);
     if (this.closed) return;
     this.items.replaceChildren();
@@ -256,6 +264,10 @@ class SessionView {
     $('#older').hidden = !this.hasMore;
     this.renderPending();
     this.scrollToEnd(true);
+    if (resumeError) {
+      banner(`Read-only: this session cannot be resumed here (${resumeError.message}).`);
+      return;
+    }
     this.connect();
   }
 
@@ -370,11 +382,8 @@ class SessionView {
       }
       case 'turn/start': break;
       case 'turn/end': {
-        const r = d.reason || {};
-        if (r.kind && r.kind !== 'completed') {
-          const why = r.kind === 'cancelled' || r.kind === 'canceled' ? 'Turn cancelled' : `Turn ended: ${r.kind}`;
-          out.append(h('div', { class: 'note' + (r.kind === 'failed' || r.kind === 'error' ? ' err' : ''), text: why + (r.message ? ` — ${r.message}` : '') }));
-        }
+        const why = turnEndText(d.reason || {});
+        if (why) out.append(h('div', { class: 'note' + (d.reason.kind === 'error' ? ' err' : ''), text: why }));
         for (const el of this.live.values()) el.classList.remove('live');
         this.live.clear();
         break;
@@ -473,7 +482,7 @@ class SessionView {
       if (args && name === 'bash' && args.command) body.append(h('pre', { text: '$ ' + args.command }));
       this.cards.set(callId, card);
       if (out) out.append(card);
-    } else if (out && !card.isConnected) {
+    } else if (out && !card.parentNode) {
       out.append(card);
     }
     return card;
@@ -668,6 +677,27 @@ class SessionView {
     if (!force && !this.nearEnd()) return;
     const log = $('#log');
     log.scrollTop = log.scrollHeight;
+  }
+}
+
+// How a turn ended, when it did not simply complete (the log's turn/end reason).
+function turnEndText(r) {
+  switch (r.kind) {
+    case undefined: case 'completed': return '';
+    case 'aborted': {
+      const cause = (r.reason && r.reason.kind) || 'user';
+      if (cause === 'user') return 'Turn cancelled';
+      if (cause === 'parent') return 'Turn cancelled by the parent agent';
+      return `Turn stopped by a ${cause}${r.reason.reason ? `: ${r.reason.reason}` : ''}`;
+    }
+    case 'error': {
+      const e = r.error || {};
+      return `Turn failed: ${e.message || e.kind || 'model error'}`;
+    }
+    case 'max-tokens': return 'Turn stopped: the answer hit the output limit';
+    case 'interrupted': return 'Turn interrupted (dsh stopped mid-turn)';
+    case 'blocked': return 'Turn blocked before its next step';
+    default: return `Turn ended: ${r.kind}`;
   }
 }
 

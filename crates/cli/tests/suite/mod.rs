@@ -38,3 +38,6 @@ mod tui_tmux_mcp;
 mod tui_tmux_render;
 mod tui_tmux_subagents;
 mod tui_tmux_trust;
+mod web_page;
+mod web_page_support;
+mod webdriver;
