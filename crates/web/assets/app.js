@@ -396,7 +396,12 @@ class SessionView {
         }
         break;
       }
-      case 'session/title': setTitle(d.title); break;
+      case 'session/title': {
+        setTitle(d.title);
+        const s = state.sessions.find((x) => x.id === this.id);
+        if (s && s.title !== d.title) { s.title = d.title; renderSidebar(); }
+        break;
+      }
       case 'goal/change': setGoal(d); break;
       case 'permission/preset': setPermission(d.preset); break;
       case 'request/header': {

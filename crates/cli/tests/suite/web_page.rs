@@ -274,6 +274,7 @@ async fn a_stored_session_reads_well_at_phone_width() {
     let layout = browser
         .eval(
             "return {
+                width: window.innerWidth,
                 overflow: document.documentElement.scrollWidth > window.innerWidth,
                 sidebarOpen: document.querySelector('#app').classList.contains('side-open'),
                 title: document.querySelector('#title').textContent,
@@ -286,7 +287,7 @@ async fn a_stored_session_reads_well_at_phone_width() {
         .await;
     assert_eq!(
         layout,
-        json!({"overflow": false, "sidebarOpen": false, "title": "Mark notes as reviewed",
+        json!({"width": 375, "overflow": false, "sidebarOpen": false, "title": "Mark notes as reviewed",
             "added": ["status: reviewed"], "code": ["status: reviewed"], "reasoning": 2})
     );
     browser.quit().await;
@@ -326,14 +327,6 @@ async fn screenshots() {
     wait_shows(&browser, "Done: notes now say reviewed.").await;
     wait_idle(&browser).await;
     browser.save_screenshot(&dir.join("conversation.png")).await;
-    // The edit's card alone, scrolled into view.
-    browser
-        .eval(
-            "document.querySelector('.diff').closest('.card').scrollIntoView({block: 'start'})",
-            json!([]),
-        )
-        .await;
-    browser.save_screenshot(&dir.join("tool-diff.png")).await;
     browser.quit().await;
 
     let phone = Browser::start(&chromium, 390, 844).await;

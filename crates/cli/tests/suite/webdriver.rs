@@ -113,9 +113,15 @@ impl Browser {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", profile.path().display()),
         ];
+        let mut options = json!({"binary": browser, "args": args});
+        // Headless windows are at least 500 px wide; a phone's width needs device emulation.
+        if width < 500 {
+            options["mobileEmulation"] = json!({"deviceMetrics":
+                {"width": width, "height": height, "pixelRatio": 2, "touch": true}});
+        }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": browser, "args": args},
+            "goog:chromeOptions": options,
         }}});
         let mut me = Browser {
             http,
