@@ -129,7 +129,7 @@ fn url_allowed(url: &CowStr<'_>, usage: UrlUse) -> bool {
         .chars()
         .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
         .collect();
-    let scheme_end = cleaned.find(|c: char| matches!(c, ':' | '/' | '?' | '#'));
+    let scheme_end = cleaned.find([':', '/', '?', '#']);
     let scheme = match scheme_end {
         Some(i) if cleaned[i..].starts_with(':') => cleaned[..i].to_ascii_lowercase(),
         // No scheme: a relative URL (path, query, fragment or `//host`).
