@@ -17,6 +17,7 @@
 //! - [`stream`]: a session's server-sent event stream with catch-up from a seq;
 //! - [`api`]: the route handlers;
 //! - [`page`]: `GET /` (the page, served from the binary);
+//! - [`markdown`]: assistant markdown rendered to sanitised HTML for the page;
 //! - [`router`]: the route table; [`serve`]: binding and serving until shutdown.
 
 pub mod api;
@@ -27,6 +28,7 @@ pub mod error;
 pub mod fence;
 pub mod host;
 pub mod hub;
+pub mod markdown;
 pub mod page;
 pub mod router;
 pub mod serve;

@@ -38,6 +38,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/permission", post(control::permission));
     Router::new()
         .route("/", get(index))
+        .route("/app.js", get(|| async { page::script() }))
+        .route("/app.css", get(|| async { page::style() }))
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -25,23 +25,25 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 type Item = Result<Event, Infallible>;
 
-/// The SSE response for `live`, resuming after seq `after` (`None`: from the start).
-/// `closing` flips when the server shuts down, which ends the stream.
+/// The SSE response for `live`, resuming after seq `after` (`None`: from the start);
+/// `render` adds assistant messages' HTML ([`crate::markdown`]). `closing` flips when the
+/// server shuts down, which ends the stream.
 pub fn events(
     live: Arc<LiveSession>,
     after: Option<u64>,
+    render: bool,
     closing: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Item>> {
     let (tx, rx) = mpsc::channel(CLIENT_BUFFER);
-    tokio::spawn(pump(live, after, tx, closing));
+    tokio::spawn(pump(live, after, render, tx, closing));
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
 }
 
-fn event_frame(event: &dsh_session::SessionEvent) -> Item {
-    let data = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
+fn event_frame(event: &dsh_session::SessionEvent, render: bool) -> Item {
+    let data = crate::markdown::event_json(event, render).unwrap_or_else(|_| "null".into());
     Ok(Event::default()
         .event("event")
         .id(event.seq.to_string())
@@ -52,9 +54,9 @@ fn named(name: &str, data: &serde_json::Value) -> Item {
     Ok(Event::default().event(name).data(data.to_string()))
 }
 
-fn frame_item(frame: &Frame) -> Option<Item> {
+fn frame_item(frame: &Frame, render: bool) -> Option<Item> {
     Some(match frame {
-        Frame::Event(event) => event_frame(event),
+        Frame::Event(event) => event_frame(event, render),
         Frame::Status { running } => named("status", &json!({ "running": running })),
         Frame::Approval(payload) => named("approval", payload),
         Frame::ApprovalResolved(payload) => named("approval-resolved", payload),
@@ -66,6 +68,7 @@ fn frame_item(frame: &Frame) -> Option<Item> {
 /// What a stream owes its client next.
 struct Cursor {
     next: u64,
+    render: bool,
 }
 
 impl Cursor {
@@ -73,7 +76,7 @@ impl Cursor {
     async fn catch_up(&mut self, live: &LiveSession, tx: &mpsc::Sender<Item>) -> bool {
         let events = live.handle.agent().session().events_from(self.next);
         for event in events {
-            if tx.send(event_frame(&event)).await.is_err() {
+            if tx.send(event_frame(&event, self.render)).await.is_err() {
                 return false;
             }
             self.next = event.seq + 1;
@@ -104,12 +107,14 @@ async fn announce(live: &LiveSession, tx: &mpsc::Sender<Item>) -> bool {
 async fn pump(
     live: Arc<LiveSession>,
     after: Option<u64>,
+    render: bool,
     tx: mpsc::Sender<Item>,
     mut closing: watch::Receiver<bool>,
 ) {
     let mut feed = live.subscribe();
     let mut cursor = Cursor {
         next: after.map_or(0, |seq| seq.saturating_add(1)),
+        render,
     };
     if !announce(&live, &tx).await || !cursor.catch_up(&live, &tx).await {
         return;
@@ -126,9 +131,9 @@ async fn pump(
                 Frame::Event(event) if event.seq > cursor.next => cursor.catch_up(&live, &tx).await,
                 Frame::Event(event) => {
                     cursor.next = event.seq + 1;
-                    tx.send(event_frame(event)).await.is_ok()
+                    tx.send(event_frame(event, render)).await.is_ok()
                 }
-                other => match frame_item(other) {
+                other => match frame_item(other, render) {
                     Some(item) => tx.send(item).await.is_ok(),
                     None => true,
                 },

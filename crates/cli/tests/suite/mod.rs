@@ -46,3 +46,6 @@ mod tui_tmux_subagents;
 mod tui_tmux_trust;
 mod web;
 mod web_support;
+mod web_page;
+mod web_page_support;
+mod webdriver;

@@ -189,6 +189,7 @@ pub async fn history(
             stored.events.into()
         }
     };
+    let render = render_html(&params)?;
     let (slice, has_more) = page(&events, which, limit);
     let mut body = Vec::with_capacity(slice.len() * 256 + 64);
     body.extend_from_slice(b"{\"events\":[");
@@ -196,7 +197,7 @@ pub async fn history(
         if i > 0 {
             body.push(b',');
         }
-        serde_json::to_writer(&mut body, &**event)
+        crate::markdown::write_event(&mut body, event, render)
             .map_err(|e| ApiError::Internal(format!("encoding an event failed: {e}")))?;
     }
     let last = events.len().checked_sub(1);
@@ -231,9 +232,21 @@ pub async fn events(
             })?);
         }
     }
+    let render = render_html(&params)?;
     let live = held(&state, &raw).await?;
     let after = after.and_then(|seq| u64::try_from(seq).ok());
-    Ok(crate::stream::events(live, after, state.closing.clone()).into_response())
+    Ok(crate::stream::events(live, after, render, state.closing.clone()).into_response())
+}
+
+/// `render=html`: assistant messages carry their markdown as sanitised HTML (`html`).
+fn render_html(params: &std::collections::HashMap<String, String>) -> Result<bool, ApiError> {
+    match params.get("render").map(String::as_str) {
+        None => Ok(false),
+        Some("html") => Ok(true),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "render must be `html`, not {other:?}"
+        ))),
+    }
 }
 
 #[cfg(test)]
