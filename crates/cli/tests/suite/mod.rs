@@ -45,7 +45,7 @@ mod tui_tmux_render;
 mod tui_tmux_subagents;
 mod tui_tmux_trust;
 mod web;
-mod web_support;
 mod web_page;
 mod web_page_support;
+mod web_support;
 mod webdriver;

@@ -164,6 +164,9 @@ pub fn opt_in_plugins() -> Vec<&'static str> {
     dsh_cli::app::plugin_table()
         .names()
         .into_iter()
+        // The PostgreSQL store replaces the file store rather than adding to it, and needs a
+        // server: its listeners are the file store's, so the map boots without it.
+        .filter(|name| *name != "session-persistence-postgres")
         .filter(|name| {
             !defaults
                 .rows
