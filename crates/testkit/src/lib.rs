@@ -10,6 +10,8 @@
 //!   or as one line per event for assertions about order.
 //! - [`expect`]: expected logs of harness agents, built event by event.
 //! - [`recon`]: checks every model request against its session log (model-visible ⇔ recorded).
+//! - [`pg_cluster`]: a throwaway PostgreSQL cluster on a loopback port, for the PostgreSQL
+//!   store's tests and the binary's.
 //! - [`harness`]: the whole agent core on a fresh kernel with a scripted model, ending every
 //!   test with the log and request checks.
 
@@ -19,5 +21,6 @@ pub mod fake_agent;
 pub mod harness;
 pub mod mock_llm;
 pub mod normalize;
+pub mod pg_cluster;
 pub mod recon;
 pub mod scripted;

@@ -15,7 +15,6 @@ mod mcp_config;
 mod mcp_list;
 mod memory;
 mod modes;
-mod pg_cluster;
 mod postgres;
 mod run;
 mod run_support;

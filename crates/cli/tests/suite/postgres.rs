@@ -2,7 +2,6 @@
 //! with `DSH_DATABASE_URL`, against a throwaway cluster (`pg_cluster`) and the mock model
 //! server. Two `DSH_HOME`s sharing one database stand for two machines.
 
-use super::pg_cluster::Cluster;
 use super::run_support::*;
 use dsh_protocol::SessionId;
 use dsh_session::SessionEvent;
@@ -10,6 +9,7 @@ use dsh_store::SessionPersistence;
 use dsh_store_postgres::{PgConfig, PostgresBackend};
 use dsh_testkit::checks::assert_log_ok;
 use dsh_testkit::mock_llm::{Fault, Reply, Script};
+use dsh_testkit::pg_cluster::Cluster;
 use serde_json::{json, Value};
 use std::io::BufRead;
 use std::path::Path;

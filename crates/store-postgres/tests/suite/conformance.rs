@@ -11,7 +11,7 @@ use dsh_store::{
 use dsh_store_postgres::{PgConfig, PostgresBackend};
 use serde_json::Value;
 
-use super::cluster::Cluster;
+use dsh_testkit::pg_cluster::Cluster;
 
 pub const SCENARIOS: [&str; 6] = [
     "text",

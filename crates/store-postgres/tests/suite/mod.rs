@@ -1,3 +1,2 @@
-mod cluster;
 mod conformance;
 mod postgres;

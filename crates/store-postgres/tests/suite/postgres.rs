@@ -8,8 +8,8 @@ use dsh_session::SessionEvent;
 use dsh_store::SessionPersistence;
 use dsh_store_postgres::{PgConfig, PostgresBackend, SCHEMA_VERSION};
 
-use super::cluster::Cluster;
 use super::conformance::{fixture, open_pg, values};
+use dsh_testkit::pg_cluster::Cluster;
 
 /// Runs one SQL statement on the cluster (as a second client would).
 fn sql(url: &str, statement: &str) {

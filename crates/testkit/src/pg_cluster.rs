@@ -1,10 +1,11 @@
-//! A throwaway PostgreSQL cluster for the binary's PostgreSQL tests, started the way
-//! `crates/store-postgres/tests/suite/cluster.rs` starts one: `initdb` into a temp dir as an
-//! unprivileged user, listening on a free 127.0.0.1 port with its socket in the temp dir,
-//! stopped on drop.
+//! A throwaway PostgreSQL cluster for the PostgreSQL tests (the store's and the binary's):
+//! `initdb` into a temp dir as an unprivileged user, listening on a free 127.0.0.1 port with
+//! its socket in the temp dir, stopped on drop.
 //!
 //! Without the server binaries the tests fail, unless `DSH_SKIP_PG_E2E=1` outside CI, when
 //! they skip loudly.
+// A test fixture: failing loudly when the cluster cannot start is its job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
