@@ -42,6 +42,7 @@ mod tui_tmux_mcp;
 mod tui_tmux_memory;
 mod tui_tmux_render;
 mod tui_tmux_subagents;
+mod tui_tmux_support;
 mod tui_tmux_trust;
 mod web;
 mod web_page;
