@@ -1,6 +1,9 @@
 //! Whole-log tests of goals: rounds, the wrap-up step, blocking, pausing, bad updates, the
 //! round cap, and a resumed session that continues its goal.
 
+use super::goal_support::{
+    called, concat, end, goal_changes, goal_json, person, round, said, step,
+};
 use super::support::{call, digest, goals, harness, settle, update_goal};
 use dsh_agent::ResumeAgentOptions;
 use dsh_modes::goal::{Activation, GoalPhase};
@@ -10,91 +13,6 @@ use dsh_testkit::harness::{agent_options, msg, Harness};
 use dsh_testkit::scripted::text_response;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-
-fn person(turn: u64, text: &str) -> Vec<String> {
-    vec![
-        format!("splice next-turn @0 -0 +[{text:?}]"),
-        format!("turn/start {turn}"),
-        "splice next-turn @0 -1 +[]".into(),
-        format!("step/start {turn}.1"),
-        format!("user: {text}"),
-    ]
-}
-
-fn round(turn: u64, round: u64, max: u64) -> Vec<String> {
-    vec![
-        "splice next-turn @0 -0 +[\"<goal_round>\"]".into(),
-        format!("turn/start {turn}"),
-        "splice next-turn @0 -1 +[]".into(),
-        format!("step/start {turn}.1"),
-        format!("user: <goal_round {round}/{max}>"),
-    ]
-}
-
-fn said(turn: u64, step: u64, text: &str) -> Vec<String> {
-    vec![
-        format!("assistant: {text}"),
-        format!("step/end {turn}.{step}"),
-    ]
-}
-
-fn end(turn: u64) -> Vec<String> {
-    vec![format!("turn/end {turn} completed")]
-}
-
-fn step(turn: u64, step: u64) -> Vec<String> {
-    vec![format!("step/start {turn}.{step}")]
-}
-
-/// A tool step: call, the records it writes, its result, and the step's end.
-fn called(
-    turn: u64,
-    step: u64,
-    id: &str,
-    name: &str,
-    args: &str,
-    records: &[&str],
-    result: &str,
-) -> Vec<String> {
-    let mut out = vec![
-        format!("assistant: <call {id} {name}>"),
-        format!("tool/call {id} {name} {args}"),
-    ];
-    out.extend(records.iter().map(|r| (*r).to_owned()));
-    out.push(format!("tool/result {result}"));
-    out.push(format!("step/end {turn}.{step}"));
-    out
-}
-
-fn goal_json(
-    revision: u64,
-    objective: &str,
-    phase: &str,
-    rounds: u64,
-    max: u64,
-    activation: &str,
-) -> String {
-    json!({"goal": {"id": "goal-ID", "revision": revision, "objective": objective, "phase": phase,
-        "roundsStarted": rounds, "maxGoalRounds": max}, "activation": activation})
-    .to_string()
-}
-
-fn concat(parts: Vec<Vec<String>>) -> Vec<String> {
-    parts.into_iter().flatten().collect()
-}
-
-fn goal_changes(h: &Harness) -> Vec<Value> {
-    h.session()
-        .events()
-        .iter()
-        .filter_map(|e| match &e.data {
-            EventData::Other { type_name, data } if type_name == "goal/change" => {
-                Some(data.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn a_goal_takes_three_rounds_and_ends_with_the_wrapup_step() {

@@ -1,4 +1,5 @@
 mod goal;
+mod goal_support;
 mod guard;
 mod plan;
 mod plan_support;
