@@ -78,6 +78,84 @@ fn check(output: std::process::Output, what: &str) {
     );
 }
 
+/// Hands `path` to the user the server binaries run as (see [`run_as_owner`]).
+fn give_to_owner(path: &Path) {
+    if is_root() {
+        let c_path = std::ffi::CString::new(path.to_str().expect("utf-8 path")).expect("c path");
+        // SAFETY: a valid NUL-terminated path; 65534 is nobody/nogroup.
+        let rc = unsafe { libc::chown(c_path.as_ptr(), 65534, 65534) };
+        assert_eq!(rc, 0, "chown {} to nobody", path.display());
+    }
+}
+
+/// Where this process keeps its initdb templates, removed when it exits.
+fn templates_root() -> &'static Path {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove_templates() {
+        if let Some(root) = ROOT.get() {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+    ROOT.get_or_init(|| {
+        let root = std::env::temp_dir().join(format!("dsh-pg-templates-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create the initdb templates dir");
+        give_to_owner(&root);
+        // SAFETY: registers a plain function that only removes a directory.
+        unsafe { libc::atexit(remove_templates) };
+        root
+    })
+}
+
+/// A data directory `initdb` made for `password` (none: trust), made once per process and
+/// copied for every cluster: initdb runs the server through its whole bootstrap, many times
+/// what a copy costs, and a test binary starts a dozen clusters.
+fn template(bin: &Path, password: Option<&str>) -> PathBuf {
+    static MADE: std::sync::Mutex<Vec<(Option<String>, PathBuf)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut made = MADE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = password.map(str::to_owned);
+    if let Some((_, data)) = made.iter().find(|(k, _)| *k == key) {
+        return data.clone();
+    }
+    let dir = templates_root().join(format!("template-{}", made.len()));
+    std::fs::create_dir_all(&dir).expect("create an initdb template dir");
+    give_to_owner(&dir);
+    let data = dir.join("data");
+    let pwfile = dir.join("pwfile");
+    let mut auth = vec!["--auth=trust".to_owned()];
+    if let Some(password) = password {
+        std::fs::write(&pwfile, password).expect("write the password file");
+        auth = vec![
+            "--auth=scram-sha-256".to_owned(),
+            format!("--pwfile={}", pwfile.display()),
+        ];
+    }
+    check(
+        run_as_owner(
+            &bin.join("initdb"),
+            &[
+                "-D",
+                data.to_str().expect("utf-8 path"),
+                "-U",
+                "dsh",
+                &auth[0],
+                auth.get(1).map_or("--no-sync", String::as_str),
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--wal-segsize=1",
+            ],
+        ),
+        "initdb",
+    );
+    let _ = std::fs::remove_file(&pwfile);
+    made.push((key, data.clone()));
+    data
+}
+
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local addr").port()
@@ -115,42 +193,16 @@ impl Cluster {
             .prefix("dsh-pg-")
             .tempdir()
             .expect("temp dir");
-        if is_root() {
-            let path =
-                std::ffi::CString::new(dir.path().to_str().expect("utf-8 path")).expect("c path");
-            // SAFETY: a valid NUL-terminated path; 65534 is nobody/nogroup.
-            let rc = unsafe { libc::chown(path.as_ptr(), 65534, 65534) };
-            assert_eq!(rc, 0, "chown the cluster dir to nobody");
-        }
+        give_to_owner(dir.path());
         let data = dir.path().join("data");
-        let data = data.to_str().expect("utf-8 path");
-        let pwfile = dir.path().join("pwfile");
-        let mut auth = vec!["--auth=trust".to_owned()];
-        if let Some(password) = password {
-            std::fs::write(&pwfile, password).expect("write the password file");
-            auth = vec![
-                "--auth=scram-sha-256".to_owned(),
-                format!("--pwfile={}", pwfile.display()),
-            ];
-        }
-        check(
-            run_as_owner(
-                &bin.join("initdb"),
-                &[
-                    "-D",
-                    data,
-                    "-U",
-                    "dsh",
-                    &auth[0],
-                    auth.get(1).map_or("--no-sync", String::as_str),
-                    "-E",
-                    "UTF8",
-                    "--no-sync",
-                    "--wal-segsize=1",
-                ],
-            ),
-            "initdb",
-        );
+        let template = template(&bin, password);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(&template)
+            .arg(&data)
+            .output()
+            .expect("run cp");
+        check(copied, "copying the initdb template");
         let mut cluster = Cluster {
             _slot: slot,
             bin,
