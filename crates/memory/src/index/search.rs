@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    from_sql, lock, rowid_range, scope_token, session_row, to_sql, EventFilter, EventHit,
-    MemoryIndex, SessionFilter, SessionHit, SEQ_BITS, SEQ_MASK, SESSION_COLUMNS,
+    from_sql, rowid_range, scope_token, session_row, to_sql, EventFilter, EventHit, MemoryIndex,
+    SessionFilter, SessionHit, SEQ_BITS, SEQ_MASK, SESSION_COLUMNS,
 };
 use crate::error::MemoryError;
 use crate::query::fts_expression;
@@ -99,7 +99,7 @@ impl MemoryIndex {
             || filter.created_from.is_some()
             || filter.created_to.is_some()
             || filter.parents.is_some();
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(SESSIONS_SQL).map_err(self.err())?;
         // Per session key: rows ranked, and the best (rank, rowid).
         let mut sessions: HashMap<i64, (usize, f64, i64)> = HashMap::new();
@@ -202,7 +202,7 @@ impl MemoryIndex {
         limit: usize,
     ) -> Result<Vec<EventHit>, MemoryError> {
         let expression = format!("text : ({})", fts_expression(query)?);
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let key: Option<i64> = conn
             .query_row("SELECT key FROM sessions WHERE id = ?1", [session], |r| {
                 r.get(0)
