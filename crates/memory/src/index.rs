@@ -144,6 +144,8 @@ pub struct MemoryIndex {
     conn: OnceLock<Mutex<Connection>>,
     /// Held while the file is being opened, so two first uses open it once.
     opening: Mutex<()>,
+    /// The ranking window of the running search (see [`search`]).
+    window: search::SharedWindow,
 }
 
 /// Header facts of a session being indexed live.
@@ -198,12 +200,14 @@ impl MemoryIndex {
     /// version is moved aside and replaced by an empty one; the notice says so, and the next
     /// [`sync`](Self::sync) rebuilds it from the logs.
     pub fn open(path: &Path) -> Result<(Self, Option<String>), MemoryError> {
-        let (conn, notice) = connect(path)?;
+        let window = search::SharedWindow::default();
+        let (conn, notice) = connect(path, &window)?;
         Ok((
             Self {
                 path: path.to_path_buf(),
                 conn: OnceLock::from(Mutex::new(conn)),
                 opening: Mutex::new(()),
+                window,
             },
             notice,
         ))
@@ -216,6 +220,7 @@ impl MemoryIndex {
             path: path.to_path_buf(),
             conn: OnceLock::new(),
             opening: Mutex::new(()),
+            window: search::SharedWindow::default(),
         }
     }
 
@@ -233,7 +238,7 @@ impl MemoryIndex {
         if let Some(conn) = self.conn.get() {
             return Ok(lock(conn));
         }
-        let (conn, notice) = connect(&self.path)?;
+        let (conn, notice) = connect(&self.path, &self.window)?;
         if let Some(notice) = notice {
             tracing::warn!("{notice}");
         }
@@ -457,13 +462,21 @@ impl MemoryIndex {
 }
 
 /// Opens (creating) the index file; see [`MemoryIndex::open`].
-fn connect(path: &Path) -> Result<(Connection, Option<String>), MemoryError> {
+fn connect(
+    path: &Path,
+    window: &search::SharedWindow,
+) -> Result<(Connection, Option<String>), MemoryError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| MemoryError::Note(format!("cannot create {}: {e}", dir.display())))?;
     }
+    let registered = |conn: Connection| {
+        search::register_window(&conn, window.clone())
+            .map(|()| conn)
+            .map_err(MemoryError::index(path))
+    };
     match open_checked(path) {
-        Ok(index) => Ok((index, None)),
+        Ok(conn) => Ok((registered(conn)?, None)),
         Err(problem) => {
             for suffix in ["", "-wal", "-shm"] {
                 let file = PathBuf::from(format!("{}{suffix}", path.display()));
@@ -481,7 +494,7 @@ fn connect(path: &Path) -> Result<(Connection, Option<String>), MemoryError> {
                  session logs",
                 path.display()
             );
-            Ok((index, Some(notice)))
+            Ok((registered(index)?, Some(notice)))
         }
     }
 }
