@@ -216,9 +216,9 @@ impl MemoryIndex {
             .map(|(key, (rank, rowid))| (key, rank, rowid))
             .collect();
         best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        let mut hits = Vec::with_capacity(limit.min(best.len()));
+        let mut chosen = Vec::with_capacity(limit.min(best.len()));
         for (key, rank, rowid) in best {
-            if hits.len() >= limit {
+            if chosen.len() >= limit {
                 break;
             }
             let row = conn
@@ -228,17 +228,23 @@ impl MemoryIndex {
                 .and_then(|mut stmt| stmt.query_row([key], session_row).optional())
                 .map_err(self.err())?;
             // The workspace's token matched; its recorded path must too (a hash collision).
-            let Some(row) = row.filter(|r| filter.cwd.is_none() || r.cwd == filter.cwd) else {
-                continue;
-            };
-            let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? else {
-                continue;
-            };
-            hits.push(SessionHit {
-                session: row,
-                event,
-            });
+            if let Some(row) = row.filter(|r| filter.cwd.is_none() || r.cwd == filter.cwd) {
+                chosen.push((row, rowid, rank));
+            }
         }
+        let ranked: Vec<(i64, f64)> = chosen
+            .iter()
+            .map(|(_, rowid, rank)| (*rowid, *rank))
+            .collect();
+        let mut events = events_at(&conn, &expression, &ranked).map_err(self.err())?;
+        let hits = chosen
+            .into_iter()
+            .filter_map(|(session, rowid, _)| {
+                events
+                    .remove(&rowid)
+                    .map(|event| SessionHit { session, event })
+            })
+            .collect();
         Ok(hits)
     }
 
@@ -285,39 +291,56 @@ impl MemoryIndex {
             .collect::<Result<_, _>>()
             .map_err(self.err())?;
         drop(stmt);
-        let mut hits = Vec::with_capacity(rows.len());
-        for (rowid, rank) in rows {
-            if let Some(event) = event_at(&conn, &expression, rowid, rank).map_err(self.err())? {
-                hits.push(event);
-            }
-        }
-        Ok(hits)
+        let mut events = events_at(&conn, &expression, &rows).map_err(self.err())?;
+        Ok(rows
+            .iter()
+            .filter_map(|(rowid, _)| events.remove(rowid))
+            .collect())
     }
 }
 
-/// The event at `rowid` with its snippet for `expression`.
-fn event_at(
+/// The events at `rows` (rowid, rank) with their snippets for `expression`, by rowid.
+///
+/// One statement for all of them: every statement with a `MATCH` sets up the expression
+/// again (a seek of every term in every segment, most of a millisecond on a large index),
+/// which once per hit was most of a search with two common words. The statement walks the
+/// matches between the lowest and the highest rowid asked for (the hits come from the
+/// window just walked, or are few) and makes a snippet only for the rows asked for; `+rowid`
+/// keeps that list out of FTS5's plan, which would otherwise run the match once per rowid.
+fn events_at(
     conn: &Connection,
     expression: &str,
-    rowid: i64,
-    rank: f64,
-) -> rusqlite::Result<Option<EventHit>> {
+    rows: &[(i64, f64)],
+) -> rusqlite::Result<HashMap<i64, EventHit>> {
+    let (Some(low), Some(high)) = (
+        rows.iter().map(|r| r.0).min(),
+        rows.iter().map(|r| r.0).max(),
+    ) else {
+        return Ok(HashMap::new());
+    };
+    let ranks: HashMap<i64, f64> = rows.iter().copied().collect();
+    let wanted = serde_json::Value::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()).to_string();
     let mut stmt = conn.prepare_cached(
-        "SELECT type, turn, time, surface, snippet(events, 0, char(2), char(3), '…', 16)
-         FROM events WHERE events MATCH ?1 AND rowid = ?2",
+        "SELECT rowid, type, turn, time, surface, snippet(events, 0, char(2), char(3), '…', 16)
+         FROM events WHERE events MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+           AND +rowid IN (SELECT value FROM json_each(?4))",
     )?;
-    stmt.query_row(params![expression, rowid], |r| {
-        Ok(EventHit {
-            seq: from_sql(rowid & SEQ_MASK),
-            event_type: r.get(0)?,
-            turn: from_sql(r.get(1)?),
-            time: from_sql(r.get(2)?),
-            surface: r.get(3)?,
-            snippet: one_line(&r.get::<_, String>(4)?),
-            rank,
-        })
-    })
-    .optional()
+    let found = stmt.query_map(params![expression, low, high, wanted], |r| {
+        let rowid: i64 = r.get(0)?;
+        Ok((
+            rowid,
+            EventHit {
+                seq: from_sql(rowid & SEQ_MASK),
+                event_type: r.get(1)?,
+                turn: from_sql(r.get(2)?),
+                time: from_sql(r.get(3)?),
+                surface: r.get(4)?,
+                snippet: one_line(&r.get::<_, String>(5)?),
+                rank: ranks.get(&rowid).copied().unwrap_or_default(),
+            },
+        ))
+    })?;
+    found.collect()
 }
 
 #[cfg(test)]
