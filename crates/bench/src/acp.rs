@@ -19,7 +19,7 @@
 //! The binary is `dsh` beside this program (build both with `cargo build --release -p dsh-cli
 //! -p dsh-bench`), or `$DSH_BIN`.
 
-use crate::stats::{report, summarize};
+use crate::stats::{report_range as report, summarize};
 use dsh_testkit::mock_llm::{MockServer, Reply, RuleMatch, Script};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -49,10 +49,12 @@ fn binary() -> anyhow::Result<PathBuf> {
 
 fn script() -> Script {
     let text: String = "word ".repeat(CHUNKS);
-    let todo = || json!({"todos": [{"content": "a", "status": "pending"}]});
+    // Each call's list differs: identical calls in a row would draw the repeat-tool
+    // reminder (a user message after the results, so the follow-up would match no rule).
+    let todo = |n: usize| json!({"todos": [{"content": format!("task {n}"), "status": "pending"}]});
     let mut many_calls = Reply::empty();
-    for _ in 0..CALLS {
-        many_calls = many_calls.with_tool_call("todo_write", todo());
+    for n in 0..CALLS {
+        many_calls = many_calls.with_tool_call("todo_write", todo(n));
     }
     Script::new()
         .rule(
@@ -66,7 +68,7 @@ fn script() -> Script {
         .rule(RuleMatch::any().last_message_contains("CALLS"), many_calls)
         .rule(
             RuleMatch::any().last_message_contains("CALL1"),
-            Reply::tool_call("todo_write", todo()),
+            Reply::tool_call("todo_write", todo(0)),
         )
         .rule(
             RuleMatch::any().last_message_contains("Updated todo list"),

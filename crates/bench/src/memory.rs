@@ -11,10 +11,14 @@
 //! its tools in every request): the difference is a turn's overhead with indexing on.
 //!
 //! Budgets: search ≤ 20 ms at the median; ≤ 2 % on agent-step.
+//!
+//! With `DSH_BENCH_MEMORY_DIR=DIR` the store and the index are kept in `DIR` and reused by
+//! the next run (which then measures a sync with nothing new instead of a build): for
+//! profiling the searches without building 10k sessions each time.
 
 use crate::agent_step::measure;
 use crate::core_stack::Persistence;
-use crate::stats::{report, report_rate, summarize};
+use crate::stats::{report_range as report, report_rate, summarize};
 use crate::workload::{append_turn, Texts, EVENTS_PER_TURN};
 use dsh_memory::{EventFilter, MemoryIndex, SessionFilter};
 use dsh_protocol::SessionId;
@@ -100,10 +104,14 @@ pub fn run() -> anyhow::Result<()> {
     if let Some(load) = crate::agent_step::load_average() {
         println!("machine load average at start (1/5/15 min): {load}");
     }
-    let dir = tempfile::tempdir()?;
-    let root = dir.path().join("sessions");
+    let kept = std::env::var_os("DSH_BENCH_MEMORY_DIR").map(std::path::PathBuf::from);
+    let temp = tempfile::tempdir()?;
+    let base = kept.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let root = base.join("sessions");
     let build = Instant::now();
-    build_store(&root)?;
+    if !(kept.is_some() && root.exists()) {
+        build_store(&root)?;
+    }
     let logs = dir_size(&root);
     println!(
         "store: {SESSIONS} sessions in {WORKSPACES} workspaces, {EVENTS_PER_TURN} events each, {:.1} MiB of logs (zstd; built in {:.1?})",
@@ -112,7 +120,7 @@ pub fn run() -> anyhow::Result<()> {
     );
 
     let backend = JsonlBackend::new(JsonlConfig::new(&root));
-    let path = dir.path().join("memory").join(dsh_memory::INDEX_FILE);
+    let path = base.join("memory").join(dsh_memory::INDEX_FILE);
     let (index, _) = MemoryIndex::open(&path)?;
     let started = Instant::now();
     let report_sync = index.sync(&backend)?;
@@ -205,7 +213,7 @@ pub fn run() -> anyhow::Result<()> {
         }
     }
     drop(index);
-    drop(dir);
+    drop(temp);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

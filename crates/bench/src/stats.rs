@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
-/// Median and 90th percentile of `samples` (each one measurement of one operation).
+/// Median and 90th percentile of `samples` (each one measurement of one operation), and
+/// the fastest and slowest.
 pub struct Summary {
     pub median: Duration,
     pub p90: Duration,
+    pub min: Duration,
+    pub max: Duration,
     pub samples: usize,
 }
 
@@ -18,6 +21,8 @@ pub fn summarize(mut samples: Vec<Duration>) -> Summary {
     Summary {
         median: at(0.5),
         p90: at(0.9),
+        min: samples.first().copied().unwrap_or_default(),
+        max: samples.last().copied().unwrap_or_default(),
         samples: samples.len(),
     }
 }
@@ -27,6 +32,15 @@ pub fn report(bench: &str, case: &str, summary: &Summary) {
     println!(
         "{case:<44} median {:>10.3?}  p90 {:>10.3?}  ({} samples)",
         summary.median, summary.p90, summary.samples
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {bench}");
+}
+
+/// Like [`report`], with the fastest and slowest sample too.
+pub fn report_range(bench: &str, case: &str, summary: &Summary) {
+    println!(
+        "{case:<44} min {:>10.3?}  median {:>10.3?}  max {:>10.3?}  p90 {:>10.3?}  ({} samples)",
+        summary.min, summary.median, summary.max, summary.p90, summary.samples
     );
     println!("    command: cargo run --release -p dsh-bench -- {bench}");
 }

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use dsh_session::{EventData, SessionEvent};
@@ -133,10 +133,19 @@ pub struct IndexStats {
 }
 
 /// The index; cheap to share (`Arc`), one connection behind a lock.
+///
+/// A [`lazy`](Self::lazy) index touches no file until its first use: the plugin opens it
+/// that way, so booting a surface (an editor's `session/new`, `dsh run`, the TUI) never pays
+/// for creating the file on a fresh `$DSH_HOME` (its schema, WAL and fsyncs); the live
+/// indexer's thread creates it with the first event, or a search does, which then syncs.
 #[derive(Debug)]
 pub struct MemoryIndex {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    conn: OnceLock<Mutex<Connection>>,
+    /// Held while the file is being opened, so two first uses open it once.
+    opening: Mutex<()>,
+    /// The ranking window of the running search (see [`search`]).
+    window: search::SharedWindow,
 }
 
 /// Header facts of a session being indexed live.
@@ -191,70 +200,49 @@ impl MemoryIndex {
     /// version is moved aside and replaced by an empty one; the notice says so, and the next
     /// [`sync`](Self::sync) rebuilds it from the logs.
     pub fn open(path: &Path) -> Result<(Self, Option<String>), MemoryError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| MemoryError::Note(format!("cannot create {}: {e}", dir.display())))?;
-        }
-        match Self::open_checked(path) {
-            Ok(index) => Ok((index, None)),
-            Err(problem) => {
-                for suffix in ["", "-wal", "-shm"] {
-                    let file = PathBuf::from(format!("{}{suffix}", path.display()));
-                    let _ = std::fs::remove_file(file);
-                }
-                let index = Self::open_checked(path).map_err(|e| match e {
-                    OpenProblem::Sqlite(source) => MemoryError::Index {
-                        path: path.display().to_string(),
-                        source,
-                    },
-                    OpenProblem::Version(v) => MemoryError::InvalidInput(v),
-                })?;
-                let notice = format!(
-                    "the memory index {} was unreadable ({problem}); it is rebuilt from the \
-                     session logs",
-                    path.display()
-                );
-                Ok((index, Some(notice)))
-            }
+        let window = search::SharedWindow::default();
+        let (conn, notice) = connect(path, &window)?;
+        Ok((
+            Self {
+                path: path.to_path_buf(),
+                conn: OnceLock::from(Mutex::new(conn)),
+                opening: Mutex::new(()),
+                window,
+            },
+            notice,
+        ))
+    }
+
+    /// The index at `path`, opened (created, or replaced if unreadable: the notice is logged
+    /// as a warning) by its first use; see the type's docs.
+    pub fn lazy(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            conn: OnceLock::new(),
+            opening: Mutex::new(()),
+            window: search::SharedWindow::default(),
         }
     }
 
-    fn open_checked(path: &Path) -> Result<Self, OpenProblem> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute_batch(SCHEMA)?;
-        let version: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        match version.as_deref() {
-            None => {
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('version', ?1)",
-                    [SCHEMA_VERSION],
-                )?;
-            }
-            Some(SCHEMA_VERSION) => {}
-            Some(other) => {
-                return Err(OpenProblem::Version(format!(
-                    "schema version {other}, this build writes {SCHEMA_VERSION}"
-                )))
-            }
+    /// Whether the file has been opened (a lazy index before its first use has not).
+    pub fn is_open(&self) -> bool {
+        self.conn.get().is_some()
+    }
+
+    /// The connection, opening the file on the first call.
+    fn conn(&self) -> Result<MutexGuard<'_, Connection>, MemoryError> {
+        if let Some(conn) = self.conn.get() {
+            return Ok(lock(conn));
         }
-        // A damaged FTS table shows up here rather than in the middle of a search.
-        conn.query_row("SELECT count(*) FROM events WHERE rowid = 1", [], |r| {
-            r.get::<_, i64>(0)
-        })?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            conn: Mutex::new(conn),
-        })
+        let _opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(conn) = self.conn.get() {
+            return Ok(lock(conn));
+        }
+        let (conn, notice) = connect(&self.path, &self.window)?;
+        if let Some(notice) = notice {
+            tracing::warn!("{notice}");
+        }
+        Ok(lock(self.conn.get_or_init(|| Mutex::new(conn))))
     }
 
     /// Where the index lives.
@@ -274,7 +262,7 @@ impl MemoryIndex {
         meta: &SessionMeta,
         events: &[Arc<SessionEvent>],
     ) -> Result<u64, MemoryError> {
-        let mut conn = lock(&self.conn);
+        let mut conn = self.conn()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
@@ -348,13 +336,13 @@ impl MemoryIndex {
 
     /// Empties the index; the next [`sync`](Self::sync) rebuilds it from the logs.
     pub fn clear(&self) -> Result<(), MemoryError> {
-        lock(&self.conn)
+        self.conn()?
             .execute_batch("DELETE FROM events; DELETE FROM sessions;")
             .map_err(self.err())
     }
 
     fn drop_session(&self, id: &str) -> Result<(), MemoryError> {
-        let mut conn = lock(&self.conn);
+        let mut conn = self.conn()?;
         let tx = conn.transaction().map_err(self.err())?;
         let key: Option<i64> = tx
             .query_row("SELECT key FROM sessions WHERE id = ?1", [id], |r| r.get(0))
@@ -374,7 +362,7 @@ impl MemoryIndex {
     }
 
     fn refresh_meta(&self, summary: &SessionSummary) -> Result<(), MemoryError> {
-        lock(&self.conn)
+        self.conn()?
             .execute(
                 "UPDATE sessions SET title = coalesce(title, ?2), updated_at = max(updated_at, ?3),
                  cwd = ?4, parent = ?5 WHERE id = ?1",
@@ -394,7 +382,7 @@ impl MemoryIndex {
     }
 
     fn indexed_seqs(&self) -> Result<HashMap<String, u64>, MemoryError> {
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let mut stmt = conn
             .prepare_cached("SELECT id, next_seq FROM sessions")
             .map_err(self.err())?;
@@ -408,7 +396,7 @@ impl MemoryIndex {
 
     /// One indexed session.
     pub fn session(&self, id: &str) -> Result<Option<SessionRow>, MemoryError> {
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         conn.query_row(
             &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
             [id],
@@ -420,7 +408,7 @@ impl MemoryIndex {
 
     /// Sessions whose recorded parent is `id`, oldest first.
     pub fn children(&self, id: &str) -> Result<Vec<SessionRow>, MemoryError> {
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent = ?1 ORDER BY created_at, id"
@@ -436,7 +424,7 @@ impl MemoryIndex {
         cwd: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SessionRow>, MemoryError> {
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE (?1 IS NULL OR cwd = ?1)
@@ -451,7 +439,7 @@ impl MemoryIndex {
 
     /// Sessions and rows indexed, and the file's size (with its WAL).
     pub fn stats(&self) -> Result<IndexStats, MemoryError> {
-        let conn = lock(&self.conn);
+        let conn = self.conn()?;
         let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0));
         let sessions = count("SELECT count(*) FROM sessions").map_err(self.err())?;
         let rows = count("SELECT count(*) FROM events").map_err(self.err())?;
@@ -467,10 +455,83 @@ impl MemoryIndex {
 
     /// Writes the WAL back into the main file (a size measurement, or before a copy).
     pub fn checkpoint(&self) -> Result<(), MemoryError> {
-        lock(&self.conn)
+        self.conn()?
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .map_err(self.err())
     }
+}
+
+/// Opens (creating) the index file; see [`MemoryIndex::open`].
+fn connect(
+    path: &Path,
+    window: &search::SharedWindow,
+) -> Result<(Connection, Option<String>), MemoryError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| MemoryError::Note(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let registered = |conn: Connection| {
+        search::register_window(&conn, window.clone())
+            .map(|()| conn)
+            .map_err(MemoryError::index(path))
+    };
+    match open_checked(path) {
+        Ok(conn) => Ok((registered(conn)?, None)),
+        Err(problem) => {
+            for suffix in ["", "-wal", "-shm"] {
+                let file = PathBuf::from(format!("{}{suffix}", path.display()));
+                let _ = std::fs::remove_file(file);
+            }
+            let index = open_checked(path).map_err(|e| match e {
+                OpenProblem::Sqlite(source) => MemoryError::Index {
+                    path: path.display().to_string(),
+                    source,
+                },
+                OpenProblem::Version(v) => MemoryError::InvalidInput(v),
+            })?;
+            let notice = format!(
+                "the memory index {} was unreadable ({problem}); it is rebuilt from the \
+                 session logs",
+                path.display()
+            );
+            Ok((registered(index)?, Some(notice)))
+        }
+    }
+}
+
+fn open_checked(path: &Path) -> Result<Connection, OpenProblem> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.execute_batch(SCHEMA)?;
+    let version: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    match version.as_deref() {
+        None => {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('version', ?1)",
+                [SCHEMA_VERSION],
+            )?;
+        }
+        Some(SCHEMA_VERSION) => {}
+        Some(other) => {
+            return Err(OpenProblem::Version(format!(
+                "schema version {other}, this build writes {SCHEMA_VERSION}"
+            )))
+        }
+    }
+    // A damaged FTS table shows up here rather than in the middle of a search.
+    conn.query_row("SELECT count(*) FROM events WHERE rowid = 1", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(conn)
 }
 
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! The `memory` plugin: opens the index, starts the live indexer on `session/event`,
+//! The `memory` plugin: names the index (opened by its first use), starts the live indexer on `session/event`,
 //! registers the history tools and `remember` with its gate, and enters `@session`
 //! snapshots at pre-step.
 
@@ -81,11 +81,8 @@ impl Plugin for MemoryPlugin {
         let persistence = ctx.require::<dyn SessionPersistence>()?;
         let tools = ctx.require::<ToolRuntime>()?;
         let prompt = ctx.require::<SystemPrompt>()?;
-        let (index, notice) = MemoryIndex::open(&path)?;
-        if let Some(notice) = notice {
-            tracing::warn!("{notice}");
-        }
-        let index = Arc::new(index);
+        // Opened by its first use (the indexer's first event, or a search), off the boot path.
+        let index = Arc::new(MemoryIndex::lazy(&path));
         let indexer = if config.live_index {
             let indexer = Indexer::start(index.clone())?;
             let feed = indexer.clone();

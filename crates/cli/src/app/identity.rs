@@ -36,6 +36,42 @@ pub fn anonymous_user_id(home: &Path) -> Option<String> {
     }
 }
 
+/// [`anonymous_user_id`] for the boot path, which must not wait on a disk: an existing id
+/// is read (one small file), while a first run's id is made here and written to the file by
+/// a background thread (its `fsync` cost a first `session/new` milliseconds). Join the
+/// returned handle before the process exits, so the write is not cut short.
+///
+/// Should another first run link its file first, this run's requests carry the id made
+/// here and later runs the winner's: the id differs for that one run, nothing worse.
+pub fn anonymous_user_id_without_waiting(
+    home: &Path,
+) -> (Option<String>, Option<std::thread::JoinHandle<()>>) {
+    let path = home.join(ANONYMOUS_USER_ID_FILE);
+    match read_id_file(&path) {
+        Ok(text) => (parse(&text, &path), None),
+        Err(error) if error.is_not_found() => {
+            let id = Uuid::new_v4().hyphenated().to_string();
+            let (dir, made) = (home.to_path_buf(), id.clone());
+            let writer = std::thread::Builder::new()
+                .name("dsh-anonymous-id".into())
+                .spawn(move || {
+                    if let Err(error) = create_with(&dir, &made) {
+                        tracing::debug!(home = %dir.display(), %error, "could not create the anonymous user id");
+                    }
+                });
+            match writer {
+                Ok(writer) => (Some(id), Some(writer)),
+                // No thread to be had: write it here, as `anonymous_user_id` does.
+                Err(_) => (anonymous_user_id(home), None),
+            }
+        }
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "could not read the anonymous user id");
+            (None, None)
+        }
+    }
+}
+
 /// An id is 37 bytes; anything much larger (or not a regular file) is not an id file.
 const ID_FILE_MAX_BYTES: u64 = 4096;
 
@@ -57,17 +93,21 @@ fn parse(text: &str, path: &Path) -> Option<String> {
 /// a half-written file and a concurrent first run cannot be overwritten: whoever links first
 /// wins, and the loser adopts the winner's id.
 fn create(home: &Path) -> io::Result<String> {
+    create_with(home, &Uuid::new_v4().hyphenated().to_string())
+}
+
+/// [`create`] with the id already made.
+fn create_with(home: &Path, id: &str) -> io::Result<String> {
     fs::create_dir_all(home)?;
-    let id = Uuid::new_v4().hyphenated().to_string();
     let target = home.join(ANONYMOUS_USER_ID_FILE);
     let temp = home.join(format!(
         "{ANONYMOUS_USER_ID_FILE}.{}.tmp",
         Uuid::new_v4().simple()
     ));
-    let written = write_private(&temp, &id).and_then(|()| fs::hard_link(&temp, &target));
+    let written = write_private(&temp, id).and_then(|()| fs::hard_link(&temp, &target));
     let _ = fs::remove_file(&temp);
     match written {
-        Ok(()) => Ok(id),
+        Ok(()) => Ok(id.to_owned()),
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
             let text = read_id_file(&target).map_err(io::Error::other)?;
             parse(&text, &target)
@@ -109,6 +149,34 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names, vec![ANONYMOUS_USER_ID_FILE.to_owned()]);
+    }
+
+    #[test]
+    fn the_boot_path_makes_a_first_id_at_once_and_writes_it_behind() {
+        let home = tempfile::tempdir().unwrap();
+        let (id, writer) = anonymous_user_id_without_waiting(home.path());
+        let id = id.unwrap();
+        assert_eq!(Uuid::parse_str(&id).unwrap().get_version_num(), 4);
+        writer
+            .expect("a first run writes in the background")
+            .join()
+            .unwrap();
+        let path = home.path().join(ANONYMOUS_USER_ID_FILE);
+        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{id}\n"));
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // The next boot reads it and starts no thread.
+        let (again, writer) = anonymous_user_id_without_waiting(home.path());
+        assert_eq!(again, Some(id.clone()));
+        assert!(writer.is_none());
+        assert_eq!(anonymous_user_id(home.path()), Some(id));
+        // A garbled file is still left alone, and nothing is written behind.
+        fs::write(&path, "not-a-uuid\n").unwrap();
+        let (none, writer) = anonymous_user_id_without_waiting(home.path());
+        assert_eq!((none, writer.is_none()), (None, true));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "not-a-uuid\n");
     }
 
     #[test]

@@ -24,7 +24,7 @@ mod temp;
 
 pub use agent::{AgentStart, ResumeChange};
 pub use error::AppError;
-pub use identity::{anonymous_user_id, ANONYMOUS_USER_ID_FILE};
+pub use identity::{anonymous_user_id, anonymous_user_id_without_waiting, ANONYMOUS_USER_ID_FILE};
 pub use lookup::{find_session, latest_session, sessions_of};
 pub use rows::{
     approval_config, attachments_root, boot_composition, boot_composition_with_user_id,
@@ -140,6 +140,8 @@ pub struct Runtime {
     sessions: Arc<SessionStore>,
     /// The start-up sweep of dead runs' temp areas, if it was started.
     sweep: Option<std::thread::JoinHandle<()>>,
+    /// The first run's anonymous id being written behind the boot, if it is.
+    id_writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -167,7 +169,7 @@ impl Runtime {
         let workspace = canonical_workspace(&options.cwd)?;
         check_credentials(&settings)?;
         check_key_text(&settings, &options.env)?;
-        let user_id = anonymous_user_id(&settings.home.value);
+        let (user_id, id_writer) = anonymous_user_id_without_waiting(&settings.home.value);
         let mut composition = boot_composition_with_user_id(&settings, user_id);
         let trust = crate::trust::TrustDecision::for_workspace(&settings.home.value, &workspace);
         let mut mcp = crate::mcp_config::resolve(&settings, &workspace, trust, &options.env);
@@ -204,6 +206,7 @@ impl Runtime {
             root.fiber().dispose();
             let _ = std::fs::remove_dir_all(&temp_root.path);
             temp::finish_sweep(sweep);
+            temp::finish_sweep(id_writer);
             return Err(store::explain_mount_error(&settings, error));
         }
         let temp_path = temp_root.path.clone();
@@ -211,12 +214,14 @@ impl Runtime {
         match runtime {
             Ok(mut runtime) => {
                 runtime.sweep = sweep;
+                runtime.id_writer = id_writer;
                 Ok(runtime)
             }
             Err(error) => {
                 root.fiber().dispose();
                 let _ = std::fs::remove_dir_all(&temp_path);
                 temp::finish_sweep(sweep);
+                temp::finish_sweep(id_writer);
                 Err(error)
             }
         }
@@ -286,6 +291,7 @@ impl Runtime {
             agents,
             sessions,
             sweep: None,
+            id_writer: None,
         })
     }
 
@@ -472,6 +478,7 @@ impl Runtime {
         self.root.fiber().dispose();
         let _ = std::fs::remove_dir_all(&self.boot.temp_root.path);
         temp::finish_sweep(self.sweep);
+        temp::finish_sweep(self.id_writer);
     }
 }
 

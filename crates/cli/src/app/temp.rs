@@ -93,8 +93,9 @@ pub(crate) fn spawn_sweep(dir: PathBuf) -> Option<JoinHandle<()>> {
         .ok()
 }
 
-/// Waits a little for a sweep that is still running; a sweep cut short by the exit is
-/// finished by the next run.
+/// Waits a little for a sweep (or another start-up task behind the boot, such as the
+/// anonymous id's write) that is still running; one cut short by the exit is done again by
+/// the next run.
 pub(crate) fn finish_sweep(sweep: Option<JoinHandle<()>>) {
     let Some(sweep) = sweep else { return };
     let started = Instant::now();

@@ -26,8 +26,11 @@ struct Mounted {
 }
 
 fn mount(script: Vec<ScriptEntry>, policy: ApprovalPolicy) -> Mounted {
+    mount_on(Fixture::with_sessions(), script, policy)
+}
+
+fn mount_on(fixture: Fixture, script: Vec<ScriptEntry>, policy: ApprovalPolicy) -> Mounted {
     dsh_session::register_event_types(dsh_tools_builtin::approval::EVENT_TYPES).unwrap();
-    let fixture = Fixture::with_sessions();
     let harness = Harness::builder().script(script).build();
     let ctx = harness.ctx();
     let mut store = JsonlPersistenceConfig::new(fixture.root());
@@ -187,6 +190,54 @@ async fn history_tools_stay_in_the_callers_workspace_and_frame_results_as_histor
         Some("session-now")
     );
     drop(m.fixture);
+    m.harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_home_gets_its_index_from_the_first_session_not_at_boot() {
+    // A fresh `$DSH_HOME`: no store, no index. Mounting the plugin (the boot path of every
+    // surface) creates no file; the live indexer creates and fills it off the turn.
+    let m = mount_on(
+        Fixture::new(),
+        vec![text_response("the quokka answer").into()],
+        ApprovalPolicy::Ask,
+    );
+    let path = m.fixture.index_path();
+    assert!(!path.exists(), "mounting created {}", path.display());
+    assert!(
+        !path.parent().unwrap().exists(),
+        "mounting created the memory dir"
+    );
+    assert!(!m.memory.index().is_open());
+
+    agent_in(&m.harness, "session-now", WORKSPACE, None).await;
+    run_followup(&m.harness.agent(), "ask the quokka").await;
+    m.memory.indexer().unwrap().flush();
+    assert!(
+        path.exists(),
+        "the first session's events created the index"
+    );
+    assert!(m.memory.index().is_open());
+    let stats = m.memory.index().stats().unwrap();
+    assert_eq!(stats.sessions, 1);
+
+    // A search right after (as the CLI and the tools do it: sync, then search) finds it.
+    m.memory.sync().unwrap();
+    let found = m
+        .memory
+        .index()
+        .search(
+            "quokka",
+            &SessionFilter {
+                cwd: Some(WORKSPACE.into()),
+                ..SessionFilter::default()
+            },
+            &EventFilter::default(),
+            5,
+        )
+        .unwrap();
+    let found: Vec<&str> = found.iter().map(|h| h.session.id.as_str()).collect();
+    assert_eq!(found, vec!["session-now"]);
     m.harness.finish().await;
 }
 

@@ -231,3 +231,33 @@ fn the_originals_sessions_are_indexed_and_searchable() {
     // Injected runtime context is not indexed: every session would match it.
     assert!(hits(&memory, "supersedes", &ws()).is_empty());
 }
+
+#[test]
+fn a_lazy_index_opens_on_first_use_and_a_search_before_any_event_is_empty() {
+    let f = Fixture::with_sessions();
+    let path = f.index_path();
+    let index = std::sync::Arc::new(MemoryIndex::lazy(&path));
+    assert!(!path.exists() && !index.is_open());
+    let memory = dsh_memory::Memory::new(index.clone(), f.store.clone(), None);
+    // Searching an index nobody has filled: it is created, and empty.
+    assert_eq!(hits(&memory, "widget", &ws()), Vec::new());
+    assert!(path.exists() && index.is_open());
+    // The sync every surface runs before a search fills it.
+    memory.sync().unwrap();
+    assert_eq!(hits(&memory, "flaky_widget", &ws()).len(), 1);
+}
+
+#[test]
+fn a_lazy_index_replaces_an_unreadable_file_on_first_use() {
+    let f = Fixture::with_sessions();
+    let path = f.index_path();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, b"not an index at all, just bytes ..................").unwrap();
+    let memory = dsh_memory::Memory::new(
+        std::sync::Arc::new(MemoryIndex::lazy(&path)),
+        f.store.clone(),
+        None,
+    );
+    memory.sync().unwrap();
+    assert_eq!(hits(&memory, "flaky_widget", &ws()).len(), 1);
+}

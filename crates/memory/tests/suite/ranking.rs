@@ -89,6 +89,42 @@ fn a_word_in_every_session_ranks_only_the_newest_matches_and_a_rare_one_is_exact
 }
 
 #[test]
+fn a_session_with_more_matches_than_a_long_skip_is_stepped_over_whole() {
+    let (_dir, index) = index();
+    for n in 0..10 {
+        let events = turn(0, 1, "common prompt", "{}", "common answer");
+        index
+            .index_events(&meta(n, WORKSPACE, None), &events)
+            .unwrap();
+    }
+    // The newest session: far more matching rows than a search steps over before it starts
+    // again below that session's rows (three a turn).
+    let long: Vec<_> = (0..2_000u64)
+        .flat_map(|t| turn(t * 4, t + 1, "common", r#"{"q":"common"}"#, "common"))
+        .collect();
+    index
+        .index_events(&meta(10, WORKSPACE, None), &long)
+        .unwrap();
+    let hits = index
+        .search(
+            "common",
+            &SessionFilter::default(),
+            &EventFilter::default(),
+            50,
+        )
+        .unwrap();
+    let mut found = ids(&hits);
+    found.sort();
+    let expected: Vec<String> = (0..=10).map(|n| format!("session-{n:05}")).collect();
+    assert_eq!(found, expected);
+    let long_hit = hits
+        .iter()
+        .find(|h| h.session.id == "session-00010")
+        .unwrap();
+    assert!(long_hit.event.seq >= 4 * 2_000 - 4 * ROWS_PER_SESSION as u64);
+}
+
+#[test]
 fn the_best_event_of_a_session_wins_and_sessions_are_ordered_by_it() {
     let (_dir, index) = index();
     // session-00000 says "widget" once in a long answer; session-00001 says little else.
