@@ -18,6 +18,7 @@ pub mod json;
 mod message;
 mod request;
 mod stream;
+mod tagged;
 pub mod words;
 
 pub use failure::{codes, LlmFailure};
