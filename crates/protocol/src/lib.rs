@@ -23,6 +23,7 @@ pub mod words;
 
 pub use failure::{codes, LlmFailure};
 pub use ids::{CallId, MessageId, SessionId};
+pub use json::RawJson;
 pub use message::{
     ContentBlock, Message, MessageShape, MessageSource, Role, TokenUsage, SYSTEM_PROMPT_PLUGIN,
 };
