@@ -99,7 +99,7 @@ impl Scheduler<'_> {
                 name: info.name.clone(),
                 code: info.code.clone(),
             }),
-            meta: result.meta.clone(),
+            meta: result.meta.as_ref().map(dsh_protocol::RawJson::from_value),
         });
         self.agent
             .session

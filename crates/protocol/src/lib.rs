@@ -18,10 +18,12 @@ pub mod json;
 mod message;
 mod request;
 mod stream;
+mod tagged;
 pub mod words;
 
 pub use failure::{codes, LlmFailure};
 pub use ids::{CallId, MessageId, SessionId};
+pub use json::RawJson;
 pub use message::{
     ContentBlock, Message, MessageShape, MessageSource, Role, TokenUsage, SYSTEM_PROMPT_PLUGIN,
 };

@@ -33,7 +33,9 @@ pub struct Message {
 }
 
 /// Where a message came from. Unknown kinds are carried through as [`MessageSource::Other`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum MessageSource {
     /// Typed by a person.
@@ -96,7 +98,9 @@ impl MessageSource {
 
 /// One block of message content. Unknown block types are carried through as
 /// [`ContentBlock::Other`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ContentBlock {
     Text {

@@ -19,7 +19,9 @@ pub enum BlockType {
 ///
 /// Protocol: block indexes correlate interleaved deltas; `usage` precedes the terminal
 /// `finish`; nothing follows `finish`; tool arguments stay raw strings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum StreamChunk {
     #[serde(rename_all = "camelCase")]
@@ -87,7 +89,9 @@ impl StreamChunk {
 }
 
 /// Why a model stream ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum FinishReason {
     Stop,

@@ -127,7 +127,7 @@ fn check_core(data: &EventData) -> Result<(), SessionError> {
         EventData::ToolResult(r) => {
             message(type_name, &r.message, MessageShape::ToolResult)?;
             if let Some(meta) = &r.meta {
-                lossless(check_lossless(meta))?;
+                lossless(meta.check_lossless())?;
             }
             Ok(())
         }
@@ -250,6 +250,20 @@ mod tests {
         ));
         assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": null})));
         assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
+    }
+
+    #[test]
+    fn tool_result_meta_is_checked_for_lossless_numbers() {
+        let result = |meta: &str| {
+            let text = format!(
+                r#"{{"turn":1,"step":1,"message":{{"id":"m","role":"user","content":[{{"type":"tool-result","toolCallId":"c","content":[]}}],"source":{{"kind":"tool","callId":"c"}}}},"meta":{meta}}}"#
+            );
+            EventData::ToolResult(serde_json::from_str(&text).unwrap())
+        };
+        assert!(check_core(&result(r#"{"lines":["-0"],"n":[1,-2.5,0]}"#)).is_ok());
+        let err = check_core(&result(r#"{"x":{"y":-0.0}}"#)).unwrap_err();
+        assert_eq!(err.code(), "INVALID_EVENT_DATA");
+        assert!(err.to_string().contains("/x/y"), "{err}");
     }
 
     #[test]

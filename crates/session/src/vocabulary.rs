@@ -4,7 +4,7 @@
 //! are omitted when absent, and flags the original writes only when set (`interrupted`,
 //! `removedCount`) are omitted when unset, so a parsed event re-serializes unchanged.
 
-use dsh_protocol::{CallId, EpochHeader, LlmFailure, Message, StreamChunk, TokenUsage};
+use dsh_protocol::{CallId, EpochHeader, LlmFailure, Message, RawJson, StreamChunk, TokenUsage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -105,8 +105,10 @@ pub struct ToolResult {
     pub message: Arc<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolErrorInfo>,
+    /// Presentation data of the tool (diffs, spill paths, subagent links), free-form; kept
+    /// as JSON text, parsed by the readers that use it ([`RawJson::to_value`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    pub meta: Option<RawJson>,
 }
 
 /// The error class of a failed tool call.
@@ -311,6 +313,20 @@ mod tests {
             json!({"target": "next-step", "start": 3, "inserted": [], "outcome": "canceled"}),
         );
         assert_eq!(splice.outcome, Some(SpliceOutcome::Canceled));
+    }
+
+    #[test]
+    fn tool_result_meta_is_kept_as_written() {
+        let text = r#"{"turn":1,"step":2,"message":{"id":"m","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":"1\tx"}],"isError":false}],"source":{"kind":"tool","callId":"c"}},"meta":{"path":"a.rs","lines":[{"n":1,"text":"x"}],"ratio":1.0}}"#;
+        let result: ToolResult = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&result).unwrap(), text);
+        let meta = result.meta.as_ref().unwrap();
+        assert_eq!(meta.to_value()["lines"][0]["text"], "x");
+        // The general reader (from a `Value`) reads the same payload.
+        let value: Value = serde_json::from_str(text).unwrap();
+        let general = ToolResult::deserialize(&value).unwrap();
+        assert_eq!(general, result);
+        assert_eq!(serde_json::to_value(&general).unwrap(), value);
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub fn recover_children(events: &[Arc<SessionEvent>]) -> Vec<RecoveredChild> {
     for event in events {
         match &event.data {
             EventData::ToolResult(result) => {
-                let Some(link) = result.meta.as_ref().and_then(|m| m.get("subagent")) else {
+                let meta = result.meta.as_ref().map(|m| m.to_value());
+                let Some(link) = meta.as_ref().and_then(|m| m.get("subagent")) else {
                     continue;
                 };
                 let Some(id) = link.get("id").and_then(Value::as_str) else {

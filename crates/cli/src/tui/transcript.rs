@@ -401,12 +401,13 @@ impl Transcript {
                     Entry::Tool(card) if card.call_id == call_id => Some(card),
                     _ => None,
                 });
+                let meta = result.meta.as_ref().map(|m| m.to_value());
                 if let Some(card) = card {
                     card.state = state;
-                    card.meta = result.meta.clone();
+                    card.meta = meta.clone();
                     card.duration_ms = Some(event.time.saturating_sub(card.started_ms));
                 }
-                self.apply_subagent_link(result.meta.as_ref());
+                self.apply_subagent_link(meta.as_ref());
             }
             EventData::TodoWrite(write) => {
                 let mut todos = write.todos.clone();

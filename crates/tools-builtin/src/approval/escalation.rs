@@ -163,8 +163,8 @@ impl CommandHistory {
                         let flag = result
                             .meta
                             .as_ref()
-                            .and_then(|meta| meta.get("sandboxDenied"))
-                            .and_then(Value::as_bool)
+                            .map(|meta| meta.to_value())
+                            .and_then(|meta| meta.get("sandboxDenied")?.as_bool())
                             .unwrap_or(false);
                         denied.push((id, flag));
                     }

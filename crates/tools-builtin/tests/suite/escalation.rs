@@ -124,7 +124,7 @@ fn results(events: &[Arc<SessionEvent>]) -> Vec<Outcome> {
             EventData::ToolResult(result) => {
                 let message = serde_json::to_value(&*result.message).unwrap();
                 let block = &message["content"][0];
-                let meta = result.meta.clone().unwrap_or(Value::Null);
+                let meta = result.meta.as_ref().map_or(Value::Null, |m| m.to_value());
                 Some(Outcome {
                     call: block["toolCallId"].as_str().unwrap().to_owned(),
                     text: block["content"][0]["text"].as_str().unwrap().to_owned(),
