@@ -288,17 +288,16 @@ type Outcome = Result<
     String,
 >;
 
-fn parse_with(
-    records: fn(
-        &Path,
-        Compression,
-        &[u8],
-        Option<&str>,
-        &mut LineDecoder<'_>,
-    ) -> Result<LogShell, StoreError>,
-    compression: Compression,
-    data: &[u8],
-) -> (Outcome, Outcome) {
+/// A whole-log reader: the scan, or the old whole-file one.
+type RecordsFn = fn(
+    &Path,
+    Compression,
+    &[u8],
+    Option<&str>,
+    &mut LineDecoder<'_>,
+) -> Result<LogShell, StoreError>;
+
+fn parse_with(records: RecordsFn, compression: Compression, data: &[u8]) -> (Outcome, Outcome) {
     let path = Path::new("/logs/session.jsonl");
     let mut values = Vec::new();
     let general = records(path, compression, data, None, &mut |text, next_seq| {
