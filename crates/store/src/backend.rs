@@ -239,6 +239,36 @@ impl JsonlBackend {
         self.prepare_with(id, Some(held))
     }
 
+    /// [`SessionPersistence::inspect`], handing the session the log seeded to `keep`
+    /// instead of dropping it. Freeing a long session's events costs about as much as a
+    /// quarter of reading them; a one-shot command that exits right after (`dsh sessions
+    /// verify`) can pass [`std::mem::forget`] and let the process exit return the memory.
+    pub fn inspect_into(
+        &self,
+        id: &SessionId,
+        keep: impl FnOnce(Session),
+    ) -> Result<Inspection, StoreError> {
+        let (mut log, header) = self.read_typed(id)?;
+        let event_count = log.next_seq();
+        let events = std::mem::take(&mut log.events);
+        let pending_closers = interrupted_turn_closers(&events);
+        // The same validation a resume runs, so a clean inspection means it will load.
+        keep(seed_with_closers(
+            header,
+            events,
+            &pending_closers,
+            &log.path,
+        )?);
+        Ok(Inspection {
+            pending_closers,
+            events: event_count,
+            size: log.file_len,
+            torn_tail: log.torn_tail,
+            header: log.header,
+            path: log.path,
+        })
+    }
+
     fn prepare_with(
         &self,
         id: &SessionId,
@@ -375,20 +405,7 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn inspect(&self, id: &SessionId) -> Result<Inspection, StoreError> {
-        let (mut log, header) = self.read_typed(id)?;
-        let event_count = log.next_seq();
-        let events = std::mem::take(&mut log.events);
-        let pending_closers = interrupted_turn_closers(&events);
-        // The same validation a resume runs, so a clean inspection means it will load.
-        seed_with_closers(header, events, &pending_closers, &log.path)?;
-        Ok(Inspection {
-            pending_closers,
-            events: event_count,
-            size: log.file_len,
-            torn_tail: log.torn_tail,
-            header: log.header,
-            path: log.path,
-        })
+        self.inspect_into(id, drop)
     }
 
     fn read_from(

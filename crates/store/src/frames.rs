@@ -3,12 +3,15 @@
 //! The header line gets a frame of its own so that listing decodes a few hundred bytes, not
 //! the whole log; every durable append batch is one more frame, so a crash mid-append can
 //! only damage the last frame, and the frames before it stay readable.
+//!
+//! Reading hands the frames to a visitor one at a time, each decoded into the same reused
+//! buffer, so a log's decoded text (a full copy of it, 2–4× the file) is never held whole:
+//! the reader types a frame's lines and lets its text go before the next frame is decoded.
 
 use std::io::{self, Read};
-use std::ops::Range;
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
-use zstd::zstd_safe::CParameter;
+use zstd::zstd_safe::{self, CParameter, DCtx};
 
 use crate::error::FrameLocation;
 
@@ -21,16 +24,6 @@ pub(crate) fn encode_frame(text: &[u8]) -> io::Result<Vec<u8>> {
     let mut compressor = zstd::bulk::Compressor::new(LEVEL)?;
     compressor.set_parameter(CParameter::ChecksumFlag(true))?;
     compressor.compress(text)
-}
-
-/// One decoded frame: where it sits in the file and its text in [`DecodedFrames::text`].
-#[derive(Debug)]
-pub(crate) struct DecodedFrame {
-    pub location: FrameLocation,
-    /// The decoded text's bytes (all of it, or as much as an incomplete frame yielded).
-    pub range: Range<usize>,
-    /// False for a final frame the file ends inside of.
-    pub complete: bool,
 }
 
 /// How the byte stream after the last decoded frame looks.
@@ -47,75 +40,73 @@ pub(crate) enum FramesEnd {
     },
 }
 
-/// Every frame's text, decoded back to back into one buffer: a log of thousands of small
-/// frames costs one growing allocation, not one per frame plus a copy out of a scratch
-/// buffer.
+/// One decoded frame, as handed to a [`visit_frames`] visitor.
 #[derive(Debug)]
-pub(crate) struct DecodedFrames {
-    pub text: Vec<u8>,
-    pub frames: Vec<DecodedFrame>,
-    pub end: FramesEnd,
+pub(crate) struct DecodedFrame<'a> {
+    pub location: FrameLocation,
+    /// The decoded text (all of it, or as much as an incomplete frame yielded). It lives
+    /// in a buffer the next frame reuses.
+    pub text: &'a [u8],
+    /// False for a final frame the file ends inside of.
+    pub complete: bool,
 }
 
-impl DecodedFrames {
-    /// The text of one frame.
-    pub fn text_of(&self, frame: &DecodedFrame) -> &[u8] {
-        self.text.get(frame.range.clone()).unwrap_or_default()
-    }
+/// Decodes every frame of a log in order, handing each to `visit`, and stops at the first
+/// damage; returns how the data after the last frame looks.
+pub(crate) fn visit_frames(
+    data: &[u8],
+    visit: impl FnMut(DecodedFrame<'_>),
+) -> io::Result<FramesEnd> {
+    visit_frames_with(FrameDecoder::new(true)?, data, visit)
 }
 
-/// Decodes every frame of a log, stopping at the first damage.
-pub(crate) fn decode_frames(data: &[u8]) -> io::Result<DecodedFrames> {
-    let mut decoder = Decoder::new()?;
-    // JSON compresses 2-4x; a guess that saves most regrowth without trusting the input.
-    let mut text = Vec::with_capacity(data.len().saturating_mul(3).min(MAX_RESERVE));
-    let mut frames = Vec::new();
+fn visit_frames_with(
+    mut decoder: FrameDecoder,
+    data: &[u8],
+    mut visit: impl FnMut(DecodedFrame<'_>),
+) -> io::Result<FramesEnd> {
+    let mut text = Vec::new();
+    let mut index = 0u64;
     let mut pos = 0usize;
     while pos < data.len() {
         let location = FrameLocation {
-            index: frames.len() as u64,
+            index,
             offset: pos as u64,
         };
-        if data[pos..].iter().all(|b| *b == 0) {
-            let end = FramesEnd::ZeroFilled {
+        let rest = &data[pos..];
+        if rest.iter().all(|b| *b == 0) {
+            return Ok(FramesEnd::ZeroFilled {
                 offset: location.offset,
-            };
-            return Ok(DecodedFrames { text, frames, end });
+            });
         }
-        let start = text.len();
-        let frame = match decode_frame(&mut decoder, &data[pos..], &mut text)? {
+        let frame = match decoder.decode(rest, &mut text)? {
             Ok(frame) => frame,
             Err(message) => {
                 // An append torn by a power loss can leave the start of its frame followed
                 // by blocks the filesystem allocated but never wrote: that is a torn frame
                 // and zero fill, not damage.
-                if let Some(zeros_at) = torn_before_zeros(&mut decoder, &data[pos..], &mut text)? {
-                    frames.push(DecodedFrame {
+                if let Some(zeros_at) = torn_before_zeros(decoder.streaming()?, rest, &mut text)? {
+                    visit(DecodedFrame {
                         location,
-                        range: start..text.len(),
+                        text: &text,
                         complete: false,
                     });
-                    let end = FramesEnd::ZeroFilled {
+                    return Ok(FramesEnd::ZeroFilled {
                         offset: (pos + zeros_at) as u64,
-                    };
-                    return Ok(DecodedFrames { text, frames, end });
+                    });
                 }
-                let end = FramesEnd::Damaged { location, message };
-                return Ok(DecodedFrames { text, frames, end });
+                return Ok(FramesEnd::Damaged { location, message });
             }
         };
-        pos += frame.consumed;
-        frames.push(DecodedFrame {
+        visit(DecodedFrame {
             location,
-            range: start..text.len(),
+            text: &text,
             complete: frame.complete,
         });
+        pos += frame.consumed;
+        index += 1;
     }
-    Ok(DecodedFrames {
-        text,
-        frames,
-        end: FramesEnd::Clean,
-    })
+    Ok(FramesEnd::Clean)
 }
 
 /// The most output space reserved ahead on the word of a frame header or a size guess.
@@ -127,6 +118,73 @@ struct FrameText {
     consumed: usize,
     /// False when the input ended inside the frame.
     complete: bool,
+}
+
+/// One decompression context reused for every frame of a file.
+///
+/// A complete frame that declares its size (every frame dsh and the original write) is
+/// decoded in one call straight into the output buffer; anything else (a frame the file
+/// ends inside of, a frame that does not decode, one without a declared size) goes through
+/// the streaming decoder, which tells how far an incomplete frame got and why a bad one
+/// fails.
+struct FrameDecoder {
+    whole: DCtx<'static>,
+    /// Whether complete frames take the one-call path (only tests turn it off, to check
+    /// both paths agree).
+    one_call: bool,
+    /// Made on first need: a healthy log never needs it.
+    streaming: Option<Decoder<'static>>,
+}
+
+impl FrameDecoder {
+    fn new(one_call: bool) -> io::Result<Self> {
+        let whole = DCtx::try_create()
+            .ok_or_else(|| io::Error::other("cannot allocate a zstd decompression context"))?;
+        Ok(FrameDecoder {
+            whole,
+            one_call,
+            streaming: None,
+        })
+    }
+
+    fn streaming(&mut self) -> io::Result<&mut Decoder<'static>> {
+        if self.streaming.is_none() {
+            self.streaming = Some(Decoder::new()?);
+        }
+        self.streaming
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no zstd stream decoder"))
+    }
+
+    /// Decodes the frame at the start of `data` into `text` (replacing what it held);
+    /// `Ok(Err(message))` when it does not decode, and then `text` is left empty.
+    fn decode(&mut self, data: &[u8], text: &mut Vec<u8>) -> io::Result<Result<FrameText, String>> {
+        text.clear();
+        if self.one_call {
+            if let Some(frame) = self.decode_whole(data, text) {
+                return Ok(Ok(frame));
+            }
+        }
+        text.clear();
+        decode_frame(self.streaming()?, data, text)
+    }
+
+    /// The one-call path: `None` unless the frame is complete, declares its size and
+    /// decodes (checksum included) to exactly that size.
+    fn decode_whole(&mut self, data: &[u8], text: &mut Vec<u8>) -> Option<FrameText> {
+        let consumed = zstd_safe::find_frame_compressed_size(data).ok()?;
+        let frame = data.get(..consumed)?;
+        let declared = zstd_safe::get_frame_content_size(frame).ok()??;
+        let declared = usize::try_from(declared)
+            .ok()
+            .filter(|n| *n <= MAX_RESERVE)?;
+        text.reserve(declared);
+        let produced = self.whole.decompress(text, frame).ok()?;
+        (produced == declared && text.len() == declared).then_some(FrameText {
+            consumed,
+            complete: true,
+        })
+    }
 }
 
 /// Decodes the frame at the start of `data`, appending its text to `text`;
@@ -245,6 +303,37 @@ pub(crate) fn decode_first_line(reader: &mut impl Read) -> io::Result<(Vec<u8>, 
 mod tests {
     use super::*;
 
+    /// A frame as the visitor saw it, kept.
+    struct Frame {
+        location: FrameLocation,
+        text: Vec<u8>,
+        complete: bool,
+    }
+
+    /// Every frame and the end.
+    struct Decoded {
+        frames: Vec<Frame>,
+        end: FramesEnd,
+    }
+
+    impl Decoded {
+        fn text_of<'a>(&self, frame: &'a Frame) -> &'a [u8] {
+            &frame.text
+        }
+    }
+
+    fn decode_frames(data: &[u8]) -> io::Result<Decoded> {
+        let mut frames = Vec::new();
+        let end = visit_frames(data, |frame| {
+            frames.push(Frame {
+                location: frame.location,
+                text: frame.text.to_vec(),
+                complete: frame.complete,
+            })
+        })?;
+        Ok(Decoded { frames, end })
+    }
+
     fn file_of(frames: &[&[u8]]) -> Vec<u8> {
         frames
             .iter()
@@ -277,6 +366,49 @@ mod tests {
                 (1, first.len() as u64, b"a\nb\n".to_vec(), true),
             ]
         );
+    }
+
+    /// Every frame's text and completeness, and the end, as a comparable value.
+    fn outline(decoder: FrameDecoder, data: &[u8]) -> String {
+        let mut frames = Vec::new();
+        let end = visit_frames_with(decoder, data, |frame| {
+            frames.push((frame.location, frame.text.to_vec(), frame.complete))
+        });
+        format!("{frames:?} {end:?}")
+    }
+
+    #[test]
+    fn the_one_call_path_agrees_with_the_streaming_decoder() {
+        let text: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let data = file_of(&[b"h\n", &text, b"a\nb\n", b"", b"tail\n"]);
+        let mut variants = vec![data.clone()];
+        for at in (1..data.len()).step_by(7) {
+            variants.push(data[..at].to_vec());
+            let mut flipped = data.clone();
+            flipped[at] ^= 0x40;
+            variants.push(flipped);
+            let mut zeros = data[..at].to_vec();
+            zeros.resize(data.len() + 64, 0);
+            variants.push(zeros);
+        }
+        // A frame without a declared size takes the streaming path either way.
+        let mut unsized_frame = zstd::stream::raw::Encoder::new(3).unwrap();
+        let mut out = vec![0u8; 256];
+        let mut output = OutBuffer::around(&mut out[..]);
+        let mut input = InBuffer::around(b"no size\n".as_slice());
+        unsized_frame.run(&mut input, &mut output).unwrap();
+        unsized_frame.finish(&mut output, true).unwrap();
+        let produced = output.pos();
+        let mut with_unsized = file_of(&[b"h\n"]);
+        with_unsized.extend_from_slice(&out[..produced]);
+        variants.push(with_unsized);
+        for data in &variants {
+            let fast = outline(FrameDecoder::new(true).unwrap(), data);
+            let streaming = outline(FrameDecoder::new(false).unwrap(), data);
+            assert_eq!(fast, streaming);
+        }
     }
 
     #[test]

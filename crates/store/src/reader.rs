@@ -14,9 +14,12 @@ use serde_json::Value;
 
 use crate::chunk_rows::{self, Unpacked};
 use crate::error::{FrameLocation, RecordLocation, StoreError};
-use crate::frames::{self, FramesEnd};
+use crate::frames;
 use crate::header::{HeaderError, LogHeader};
 use crate::paths::Compression;
+
+mod scan;
+pub(crate) use scan::parse_records;
 
 /// A log as read from disk, ready to be repaired and resumed.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +80,7 @@ pub enum TornReason {
 }
 
 impl TornReason {
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             TornReason::UnparsableRecord => "unparsable record".into(),
             TornReason::IncompleteLine => "incomplete final line".into(),
@@ -93,50 +96,6 @@ impl TornReason {
             } => format!("seq gap: expected seq {expected}, found a record without one"),
         }
     }
-}
-
-/// One stored line and where it sits.
-struct Line<'a> {
-    text: &'a [u8],
-    at: RecordLocation,
-    /// Where the file is cut if this line is the first one dropped.
-    cut_at: u64,
-    /// Terminated by `\n`, or the last line of a complete (checksummed) frame.
-    whole: bool,
-    /// Ended by the end of the data inside an incomplete frame.
-    in_incomplete_frame: bool,
-}
-
-fn split_lines<'a>(
-    text: &'a [u8],
-    first_line: u64,
-    frame: Option<FrameLocation>,
-    base_offset: u64,
-    complete_container: bool,
-    out: &mut Vec<Line<'a>>,
-) -> u64 {
-    let mut start = 0usize;
-    let mut line = first_line;
-    while start < text.len() {
-        let (end, terminated) = match text[start..].iter().position(|b| *b == b'\n') {
-            Some(i) => (start + i, true),
-            None => (text.len(), false),
-        };
-        let slice = &text[start..end];
-        if !slice.iter().all(u8::is_ascii_whitespace) {
-            out.push(Line {
-                text: slice,
-                at: RecordLocation { line, frame },
-                cut_at: frame.map_or(base_offset + start as u64, |f| f.offset),
-                whole: terminated || (frame.is_some() && complete_container),
-                in_incomplete_frame: frame.is_some() && !complete_container,
-            });
-        }
-        line += 1;
-        start = end + 1;
-    }
-    // The number the next line gets.
-    line
 }
 
 /// Reads and checks a whole log.
@@ -225,173 +184,6 @@ pub(crate) fn decode_value_line(
     Ok(count)
 }
 
-/// Splits a log into records, checks its header and judges damage; the records' events are
-/// handed to `decode` in order.
-pub(crate) fn parse_records(
-    path: &Path,
-    compression: Compression,
-    data: &[u8],
-    expected_id: Option<&str>,
-    decode: &mut LineDecoder<'_>,
-) -> Result<LogShell, StoreError> {
-    let corrupt = |at: RecordLocation, reason: String| StoreError::Corruption {
-        path: path.to_owned(),
-        at,
-        reason,
-    };
-    let decoded;
-    let mut lines = Vec::new();
-    let mut end_tail = None;
-    match compression {
-        Compression::None => {
-            split_lines(data, 1, None, 0, false, &mut lines);
-        }
-        Compression::Zstd => {
-            decoded = frames::decode_frames(data)
-                .map_err(|e| StoreError::io("decode zstd frames of", path, e))?;
-            let mut next_line = 1;
-            for frame in &decoded.frames {
-                let loc = Some(frame.location);
-                let before = lines.len();
-                let text = decoded.text_of(frame);
-                next_line = split_lines(text, next_line, loc, 0, frame.complete, &mut lines);
-                if !frame.complete {
-                    // Even when every decoded line is whole, the frame is unverified and
-                    // must be cut and its records written again.
-                    let first = lines.get(before).map_or(next_line, |l| l.at.line);
-                    end_tail.get_or_insert((frame.location, first, TornReason::IncompleteFrame));
-                }
-            }
-            match &decoded.end {
-                FramesEnd::Clean => {}
-                FramesEnd::ZeroFilled { offset } => {
-                    let location = FrameLocation {
-                        index: decoded.frames.len() as u64,
-                        offset: *offset,
-                    };
-                    end_tail.get_or_insert((location, next_line, TornReason::ZeroFill));
-                }
-                FramesEnd::Damaged { location, message } => {
-                    let at = RecordLocation {
-                        line: next_line,
-                        frame: Some(*location),
-                    };
-                    return Err(corrupt(
-                        at,
-                        format!("zstd frame does not decode: {message}"),
-                    ));
-                }
-            }
-        }
-    }
-
-    let header_at = RecordLocation {
-        line: 1,
-        frame: compression_frame0(compression),
-    };
-    let Some(first) = lines.first() else {
-        return Err(corrupt(header_at, "the log has no header".into()));
-    };
-    if !first.whole || first.in_incomplete_frame {
-        return Err(corrupt(first.at, "the header line is incomplete".into()));
-    }
-    let header_value: Value = serde_json::from_slice(first.text)
-        .map_err(|e| corrupt(first.at, format!("the header does not parse: {e}")))?;
-    let header = LogHeader::from_value(header_value).map_err(|e| match e {
-        HeaderError::Malformed(reason) => corrupt(first.at, reason),
-        HeaderError::Unsupported(version) => StoreError::UnsupportedFormat {
-            path: path.to_owned(),
-            version,
-        },
-    })?;
-    if let Some(expected) = expected_id {
-        if header.id != expected {
-            return Err(corrupt(
-                first.at,
-                format!(
-                    "the header names session {:?}, but the path belongs to {expected:?}",
-                    header.id
-                ),
-            ));
-        }
-    }
-
-    let mut next_seq = 0u64;
-    // first seq decoded from the current zstd frame, to know what a cut must rewrite
-    let mut frame_first_seq: Option<(u64, u64)> = None;
-    let mut torn: Option<(usize, TornReason)> = None;
-    for (i, line) in lines.iter().enumerate().skip(1) {
-        if let Some(frame) = line.at.frame {
-            if frame_first_seq.is_none_or(|(index, _)| index != frame.index) {
-                frame_first_seq = Some((frame.index, next_seq));
-            }
-        }
-        if !line.whole {
-            let reason = if line.in_incomplete_frame {
-                TornReason::IncompleteFrame
-            } else {
-                TornReason::IncompleteLine
-            };
-            torn = Some((i, reason));
-            break;
-        }
-        match decode(line.text, next_seq) {
-            Ok(count) => next_seq += count,
-            Err(LineError::Torn(reason)) => {
-                torn = Some((i, reason));
-                break;
-            }
-            Err(LineError::Corrupt(reason)) => return Err(corrupt(line.at, reason)),
-        }
-    }
-
-    let file_len = data.len() as u64;
-    let torn_tail = match torn {
-        Some((i, reason)) => {
-            let line = &lines[i];
-            if let Some(later) = lines[i + 1..].iter().find(|l| holds_turn_end(l.text)) {
-                return Err(corrupt(
-                    line.at,
-                    format!(
-                        "{} before a committed turn/end at {}",
-                        reason.describe(),
-                        later.at
-                    ),
-                ));
-            }
-            Some(cut_tail(line, reason, &frame_first_seq, next_seq))
-        }
-        None => end_tail.map(|(frame, line, reason)| {
-            let rewrite_from = match frame_first_seq {
-                Some((index, first)) if index == frame.index => first,
-                _ => next_seq,
-            };
-            TornTail {
-                reason,
-                at: RecordLocation {
-                    line,
-                    frame: Some(frame),
-                },
-                truncate_to: frame.offset,
-                rewrite_from,
-            }
-        }),
-    };
-    if let Some(tail) = &torn_tail {
-        if tail.at.frame.is_some_and(|f| f.index == 0) {
-            return Err(corrupt(
-                tail.at,
-                format!("{} inside the header frame", tail.reason.describe()),
-            ));
-        }
-    }
-    Ok(LogShell {
-        header,
-        torn_tail,
-        file_len,
-    })
-}
-
 fn compression_frame0(compression: Compression) -> Option<FrameLocation> {
     match compression {
         Compression::Zstd => Some(FrameLocation {
@@ -399,24 +191,6 @@ fn compression_frame0(compression: Compression) -> Option<FrameLocation> {
             offset: 0,
         }),
         Compression::None => None,
-    }
-}
-
-fn cut_tail(
-    line: &Line<'_>,
-    reason: TornReason,
-    frame_first_seq: &Option<(u64, u64)>,
-    event_count: u64,
-) -> TornTail {
-    let rewrite_from = match (line.at.frame, frame_first_seq) {
-        (Some(frame), Some((index, first))) if frame.index == *index => *first,
-        _ => event_count,
-    };
-    TornTail {
-        reason,
-        at: line.at,
-        truncate_to: line.cut_at,
-        rewrite_from,
     }
 }
 
@@ -474,3 +248,6 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<LogHeader, S
         },
     })
 }
+
+#[cfg(test)]
+mod tests;

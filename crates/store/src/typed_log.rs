@@ -121,7 +121,7 @@ fn leading_type(text: &[u8]) -> Option<&str> {
     std::str::from_utf8(&rest[..end]).ok()
 }
 
-fn decode_typed_line(
+pub(crate) fn decode_typed_line(
     text: &[u8],
     next_seq: u64,
     events: &mut Vec<Arc<SessionEvent>>,

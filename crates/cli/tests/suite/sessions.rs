@@ -181,6 +181,86 @@ async fn verify_passes_every_fixture_and_names_file_and_line_of_damage() {
     assert_eq!(turn_ends(&events), [json!({"kind": "interrupted"})]);
 }
 
+/// What `dsh sessions verify <id>` must print for one session, from an in-process
+/// inspection (which drops the session it validated, where the command keeps it).
+fn expected_verify_line(sandbox: &Sandbox, id: &str) -> String {
+    let backend = JsonlBackend::new(JsonlConfig::new(sandbox.sessions_root()));
+    match dsh_store::SessionPersistence::inspect(&backend, &dsh_protocol::SessionId::new(id)) {
+        Ok(inspection) if !inspection.needs_repair() => format!(
+            "ok       {id}  {} events  {}\n",
+            inspection.events,
+            inspection.path.display()
+        ),
+        Ok(inspection) => {
+            let mut what = Vec::new();
+            if let Some(tail) = &inspection.torn_tail {
+                what.push(format!("a torn tail from {} ({:?})", tail.at, tail.reason));
+            }
+            if !inspection.pending_closers.is_empty() {
+                what.push(format!(
+                    "a turn left open ({} closing events owed)",
+                    inspection.pending_closers.len()
+                ));
+            }
+            format!(
+                "repair   {id}  {}: {}; resuming it or `dsh sessions repair {id}` fixes this\n",
+                inspection.path.display(),
+                what.join(" and "),
+            )
+        }
+        Err(error) => format!("CORRUPT  {id}  {error} [{}]\n", error.code()),
+    }
+}
+
+#[tokio::test]
+async fn verify_of_one_zstd_log_reports_as_before_when_intact_torn_or_damaged() {
+    let id = fixture_id("read-edit", "zstd");
+    let sandbox = Sandbox::new().with_fixture("read-edit", "zstd");
+    let path = log_path(&sandbox, &id, "session.jsonl.zstd");
+    let intact = std::fs::read(&path).unwrap();
+    let frame_starts: Vec<usize> = {
+        let mut starts = Vec::new();
+        let mut at = 0;
+        while at < intact.len() {
+            starts.push(at);
+            at += zstd::zstd_safe::find_frame_compressed_size(&intact[at..]).unwrap();
+        }
+        starts
+    };
+    let last = *frame_starts.last().unwrap();
+    let middle = frame_starts[frame_starts.len() / 2];
+    let mut flipped = intact.clone();
+    flipped[middle + 12] ^= 0x20;
+    let cases = [
+        ("intact", intact.clone(), 0, "ok "),
+        // a crash inside the last append: a torn tail to cut, and the turn it left open
+        (
+            "torn",
+            intact[..last + (intact.len() - last) / 2].to_vec(),
+            0,
+            "repair ",
+        ),
+        // no crash flips a bit in a frame before the end
+        ("flipped", flipped, 1, "CORRUPT "),
+    ];
+    for (what, bytes, status, verdict) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let output = sandbox.dsh(&["sessions", "verify", &id]).await;
+        let stdout = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(status), "{what}: {stdout}");
+        assert!(stdout.starts_with(verdict), "{what}: {stdout}");
+        assert_eq!(stdout, expected_verify_line(&sandbox, &id), "{what}");
+        let stderr = text(&output.stderr);
+        if status == 1 {
+            assert_eq!(stderr, "dsh: 1 of 1 session logs are damaged\n", "{what}");
+        } else {
+            assert_eq!(stderr, "", "{what}");
+        }
+        // verify changed nothing
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}");
+    }
+}
+
 #[tokio::test]
 async fn repair_backs_up_then_cuts_a_torn_tail_and_closes_the_open_turn() {
     let sandbox = Sandbox::new().with_fixture("multi-turn", "jsonl");
