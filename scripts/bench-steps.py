@@ -78,10 +78,11 @@ def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-    bin_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(target, "release")
+    bin_dir = os.path.abspath(sys.argv[2] if len(sys.argv) > 2
+                              else os.path.join(target, "release"))
     binaries = {"this": os.path.join(bin_dir, "dsh")}
     if len(sys.argv) > 3:
-        binaries["baseline"] = os.path.join(sys.argv[3], "dsh")
+        binaries["baseline"] = os.path.join(os.path.abspath(sys.argv[3]), "dsh")
     with tempfile.TemporaryDirectory() as scratch:
         ws = os.path.join(scratch, "ws")
         os.makedirs(ws)
