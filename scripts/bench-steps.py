@@ -2,21 +2,27 @@
 """Per-step cost of a whole `dsh run` (issue 21): a 20-step `read` turn against
 `dsh-mock-llm` versus a 1-step turn, run in pairs.
 
-Usage: scripts/bench-steps.py [PAIRS] [BIN_DIR]
+Usage: scripts/bench-steps.py [PAIRS] [BIN_DIR] [BASELINE_BIN_DIR]
 
 PAIRS defaults to 30; BIN_DIR to $CARGO_TARGET_DIR/release (or target/release). Build first:
-`cargo build --release -p dsh-cli -p dsh-testkit --bins`.
+`cargo build --release -p dsh-cli -p dsh-testkit --bins`. With BASELINE_BIN_DIR (a copy of
+an earlier build's `dsh`), each pair is run with both binaries back to back (alternating
+which goes first, each with its own `$DSH_HOME`), so a loaded machine weighs on both alike.
 
 Each pair runs the 1-step turn and the 20-step turn back to back (their order alternates
 from pair to pair), each a fresh process in the same workspace and `$DSH_HOME`, with the
 mock server (no scripted delay) already listening. The figure per pair is
 (wall of the 20-step run - wall of the 1-step run) / 19: what one more `read` step costs
-the whole process, checkpoints (fdatasync) included. Prints min / median / max over the
-pairs, the two runs' medians, and the load average before and after.
+the whole process, checkpoints (fdatasync) included; the same difference of the processes'
+CPU time (user + system, from `getrusage` of the finished child, like `perf stat -e
+task-clock`) is printed beside it, since on a shared machine the wall time also holds waits
+for a core. Prints min / median / max over the pairs, the two runs' medians, and the load
+average before and after.
 """
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,17 +63,33 @@ def load():
         return " ".join(f.read().split()[:3])
 
 
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def spread(values):
+    ms = lambda s: f"{s * 1000:.3f} ms"
+    return (f"min {ms(min(values))}  median {ms(statistics.median(values))}"
+            f"  max {ms(max(values))}")
+
+
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-    bin_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(target, "release")
-    dsh = os.path.join(bin_dir, "dsh")
+    bin_dir = os.path.abspath(sys.argv[2] if len(sys.argv) > 2
+                              else os.path.join(target, "release"))
+    binaries = {"this": os.path.join(bin_dir, "dsh")}
+    if len(sys.argv) > 3:
+        binaries["baseline"] = os.path.join(os.path.abspath(sys.argv[3]), "dsh")
     with tempfile.TemporaryDirectory() as scratch:
-        home = os.path.join(scratch, "home")
         ws = os.path.join(scratch, "ws")
-        os.makedirs(home)
         os.makedirs(ws)
+        homes = {}
+        for name in binaries:
+            homes[name] = os.path.join(scratch, f"home-{name}")
+            os.makedirs(homes[name])
         with open(os.path.join(ws, "notes.md"), "w") as f:
             f.write("# Notes\n\nA short file the model reads.\n")
         mocks = {}
@@ -76,33 +98,42 @@ def main():
                 script = os.path.join(scratch, f"script-{steps}.json")
                 write_script(script, steps)
                 mocks[steps] = start_mock(bin_dir, script)
-            env = dict(os.environ, DSH_HOME=home)
 
-            def run(steps):
+            def run(name, steps):
                 url = mocks[steps][1]
-                cmd = [dsh, "run", "--provider", "openai-compatible", "--base-url", url,
-                       "Read notes.md until done."]
+                cmd = [binaries[name], "run", "--provider", "openai-compatible",
+                       "--base-url", url, "Read notes.md until done."]
+                env = dict(os.environ, DSH_HOME=homes[name])
+                cpu = children_cpu()
                 started = time.perf_counter()
                 done = subprocess.run(cmd, cwd=ws, env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE)
                 wall = time.perf_counter() - started
+                cpu = children_cpu() - cpu
                 if done.returncode != 0:
-                    sys.exit(f"dsh run ({steps} steps) failed: {done.stderr.decode()[-2000:]}")
-                return wall
+                    sys.exit(f"{name} dsh run ({steps} steps) failed: "
+                             f"{done.stderr.decode()[-2000:]}")
+                return wall, cpu
 
             for _ in range(3):  # warm-up: page cache, first session directory
-                run(1)
-                run(STEPS)
+                for name in binaries:
+                    run(name, 1)
+                    run(name, STEPS)
             before = load()
-            per_step, ones, many = [], [], []
+            results = {name: {"wall": [], "cpu": [], "ones": [], "many": []}
+                       for name in binaries}
             for pair in range(pairs):
-                if pair % 2 == 0:
-                    one, twenty = run(1), run(STEPS)
-                else:
-                    twenty, one = run(STEPS), run(1)
-                ones.append(one)
-                many.append(twenty)
-                per_step.append((twenty - one) / (STEPS - 1))
+                names = list(binaries) if pair % 2 == 0 else list(reversed(binaries))
+                for name in names:
+                    if pair % 2 == 0:
+                        one, twenty = run(name, 1), run(name, STEPS)
+                    else:
+                        twenty, one = run(name, STEPS), run(name, 1)
+                    r = results[name]
+                    r["ones"].append(one[0])
+                    r["many"].append(twenty[0])
+                    r["wall"].append((twenty[0] - one[0]) / (STEPS - 1))
+                    r["cpu"].append((twenty[1] - one[1]) / (STEPS - 1))
             after = load()
         finally:
             for mock, _ in mocks.values():
@@ -110,11 +141,13 @@ def main():
                 mock.wait()
     ms = lambda s: f"{s * 1000:.3f} ms"
     print(f"load average before / after (1/5/15 min): {before} / {after}")
-    print(f"{pairs} pairs; 1-step run median {ms(statistics.median(ones))}, "
-          f"{STEPS}-step run median {ms(statistics.median(many))}")
-    print(f"per extra read step: min {ms(min(per_step))}  median {ms(statistics.median(per_step))}"
-          f"  max {ms(max(per_step))}  (budget 0.6 ms at the median)")
-    print("command: scripts/bench-steps.py " + str(pairs))
+    for name, r in results.items():
+        print(f"[{name}: {binaries[name]}]")
+        print(f"  {pairs} pairs; 1-step run median {ms(statistics.median(r['ones']))}, "
+              f"{STEPS}-step run median {ms(statistics.median(r['many']))}")
+        print(f"  per extra read step, wall: {spread(r['wall'])}  (budget 0.6 ms at the median)")
+        print(f"  per extra read step, CPU:  {spread(r['cpu'])}")
+    print("command: scripts/bench-steps.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

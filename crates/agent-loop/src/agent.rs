@@ -8,6 +8,7 @@ use dsh_agent::{
     CancelOptions, Inbox, MaintenanceLease,
 };
 use dsh_kernel::{Context, ScopeKey};
+use dsh_prompt::RenderedPrompt;
 use dsh_protocol::{Message, SessionId};
 use dsh_session::{EventData, InboxTarget, Session};
 use futures_util::future::BoxFuture;
@@ -32,6 +33,8 @@ pub struct ReactLoopAgent {
     pub(crate) runtime: Option<tokio::runtime::Handle>,
     /// Whether this loop instance has logged a `request/header` yet.
     pub(crate) header_logged: AtomicBool,
+    /// The last rendered system prompt, shared between steps while it is unchanged.
+    pub(crate) prompt: RenderedPrompt,
     pub(crate) projection: Mutex<ProjectionTracker>,
     pub(crate) weak: Weak<ReactLoopAgent>,
 }
@@ -98,6 +101,7 @@ impl ReactLoopAgent {
             busy,
             runtime: tokio::runtime::Handle::try_current().ok(),
             header_logged: AtomicBool::new(false),
+            prompt: RenderedPrompt::new(),
             projection: Mutex::new(projection),
             weak: weak.clone(),
         });

@@ -64,7 +64,7 @@ impl ReactLoopAgent {
         turn: u64,
         step: u64,
         tools: &[ToolSchema],
-        system: &str,
+        system: &Arc<str>,
         signal: &AbortSignal,
     ) -> Result<BuiltRequest, Interrupt> {
         let seed = self.seed_config();
@@ -101,7 +101,7 @@ impl ReactLoopAgent {
                 .as_ref()
                 .map(PreparedCall::adapter_defaults)
                 .filter(|d| !d.is_empty()),
-            system: (!system.is_empty()).then(|| system.to_owned()),
+            system: (!system.is_empty()).then(|| Arc::clone(system)),
             tools: (!tools.is_empty()).then(|| tools.to_vec()),
         };
         self.log_header(&header)?;

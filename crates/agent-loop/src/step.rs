@@ -8,7 +8,7 @@ use crate::tool_calls::PlannedCall;
 use dsh_agent::{AbortSignal, RequestError, RequestErrorAction, RequestErrorArgs};
 use dsh_kernel::BoxError;
 use dsh_llm::{BlockAssembler, LlmError};
-use dsh_prompt::{render_prompt, Assembly};
+use dsh_prompt::Assembly;
 use dsh_protocol::{FinishReason, Message, MessageSource};
 use dsh_session::{AppendOptions, AssistantChunk, AssistantMessage, EventData, TurnEndReason};
 use futures_util::StreamExt;
@@ -71,7 +71,7 @@ impl ReactLoopAgent {
         assembly: &Assembly,
         signal: &AbortSignal,
     ) -> Result<Option<TurnEndReason>, Interrupt> {
-        let system = render_prompt(assembly).or_fail()?;
+        let system = self.prompt.render(assembly).or_fail()?;
         loop {
             let built = self
                 .build_request(turn, step, &assembly.tools, &system, signal)

@@ -48,7 +48,11 @@ fn template() -> anyhow::Result<Vec<Arc<SessionEvent>>> {
                     ..LlmCallConfig::default()
                 },
                 adapter_defaults: None,
-                system: Some("You are a coding agent working in a repository. ".repeat(60)),
+                system: Some(
+                    "You are a coding agent working in a repository. "
+                        .repeat(60)
+                        .into(),
+                ),
                 tools: None,
             },
             reason: HeaderReason::Initial,

@@ -47,7 +47,11 @@ fn header() -> EventData {
                 ..LlmCallConfig::default()
             },
             adapter_defaults: None,
-            system: Some("You are a coding agent working in a repository. ".repeat(60)),
+            system: Some(
+                "You are a coding agent working in a repository. "
+                    .repeat(60)
+                    .into(),
+            ),
             tools: Some(tools),
         },
         reason: HeaderReason::Initial,

@@ -17,7 +17,8 @@ pub type ChunkStream = BoxStream<'static, Result<StreamChunk, LlmError>>;
 pub struct LlmRequest {
     pub config: LlmCallConfig,
     pub messages: Vec<Arc<Message>>,
-    pub system: Option<String>,
+    /// Shared with the request header it came from (see [`dsh_protocol::EpochHeader`]).
+    pub system: Option<Arc<str>>,
     pub tools: Option<Vec<ToolSchema>>,
     pub session_id: Option<SessionId>,
     /// Why the request is made. Not part of the model input: an adapter may tell its provider

@@ -4,7 +4,8 @@
 //! registration is an effect scoped to the caller's context, so an agent-scoped persona
 //! shadows the global one for that agent only and vanishes with its owner. Once per step
 //! the loop asks for an [`Assembly`] (sections, runtime contexts, ordered tool schemas,
-//! variables), renders the system prompt with [`render_prompt`], and turns the contexts into
+//! variables), renders the system prompt with [`render_prompt`] (through a [`RenderedPrompt`]
+//! that shares an unchanged rendering between steps), and turns the contexts into
 //! a [`RuntimeSnapshot`] that [`RuntimeContextProjection`] logs as a user message only when
 //! it changed — dynamic facts never rewrite the system prompt.
 
@@ -13,6 +14,7 @@ mod error;
 mod layer;
 mod parts;
 mod render;
+mod rendered;
 mod runtime_context;
 mod service;
 mod tool_order;
@@ -21,6 +23,7 @@ pub use assembly::{Assembly, NamedText, Variables};
 pub use error::{PartKind, PromptError};
 pub use parts::{AssembleContext, ContextEntry, PromptText, Section, ToolProvision};
 pub use render::{interpolate, is_valid_variable_name, render_prompt};
+pub use rendered::RenderedPrompt;
 pub use runtime_context::{
     is_runtime_context_message, ProjectionState, RuntimeContextProjection, RuntimeSnapshot,
     RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_PREFIX,

@@ -38,6 +38,10 @@ impl AdapterDefaults {
 
 /// What a model sees besides messages: config, system prompt and tool schemas. Logged as
 /// `request/header` whenever it changes, so every request can be rebuilt from the log.
+///
+/// The system prompt is shared (`Arc<str>`) like the tool schemas: every step puts it in
+/// the header and the request, and compares it with the last header, so an unchanged
+/// prompt travels as one allocation and compares by pointer. It serializes as a string.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EpochHeader {
@@ -45,7 +49,7 @@ pub struct EpochHeader {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter_defaults: Option<AdapterDefaults>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<String>,
+    pub system: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolSchema>>,
 }

@@ -48,7 +48,7 @@ pub fn canonical_header(header: &EpochHeader) -> EpochHeader {
 
 /// Whether two headers would produce the same request: config field by field, equal
 /// adapter-default markers, equal system prompt, and the same tools in the same order (each
-/// compared by its JSON text).
+/// compared by its JSON text). Shared texts and schemas compare by pointer first.
 ///
 /// The loop asks this before every model request, so it compares in place: no canonical
 /// copies and no serialization (see [`same_json_text`]).
@@ -56,8 +56,8 @@ pub fn header_equals(a: &EpochHeader, b: &EpochHeader) -> bool {
     fn defaults(h: &EpochHeader) -> Option<AdapterDefaults> {
         h.adapter_defaults.filter(|d| !d.is_empty())
     }
-    fn system(h: &EpochHeader) -> Option<&str> {
-        h.system.as_deref().filter(|s| !s.is_empty())
+    fn system(h: &EpochHeader) -> Option<&Arc<str>> {
+        h.system.as_ref().filter(|s| !s.is_empty())
     }
     fn tools(h: &EpochHeader) -> &[ToolSchema] {
         h.tools.as_deref().unwrap_or_default()
@@ -65,14 +65,23 @@ pub fn header_equals(a: &EpochHeader, b: &EpochHeader) -> bool {
     let (at, bt) = (tools(a), tools(b));
     a.config == b.config
         && defaults(a) == defaults(b)
-        && system(a) == system(b)
+        && same_text(system(a), system(b))
         && at.len() == bt.len()
         && at.iter().zip(bt).all(|(x, y)| {
             x.name == y.name
-                && x.description == y.description
+                && same_text(Some(&x.description), Some(&y.description))
                 && (Arc::ptr_eq(&x.parameters, &y.parameters)
                     || same_json_text(&x.parameters, &y.parameters))
         })
+}
+
+/// Equal texts; the same allocation (an unchanged prompt shared between steps) is equal
+/// without reading it.
+fn same_text(a: Option<&Arc<str>>, b: Option<&Arc<str>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        (a, b) => a.is_none() && b.is_none(),
+    }
 }
 
 /// Whether two values serialize to the same JSON text. Objects keep their key order
@@ -172,6 +181,30 @@ mod tests {
             &ab,
             &header(Some("sys"), Some(vec![tool("a"), tool("b")]))
         ));
+    }
+
+    #[test]
+    fn system_prompts_compare_by_text_whether_shared_or_not() {
+        let shared: Arc<str> = Arc::from("You are dsh.");
+        let with = |system: &Arc<str>| EpochHeader {
+            system: Some(Arc::clone(system)),
+            ..header(None, None)
+        };
+        // The same allocation, an equal copy, a different prompt, and no prompt.
+        assert!(header_equals(&with(&shared), &with(&shared)));
+        assert!(header_equals(
+            &with(&shared),
+            &with(&Arc::from("You are dsh."))
+        ));
+        assert!(!header_equals(
+            &with(&shared),
+            &with(&Arc::from("You are dsh!"))
+        ));
+        assert!(!header_equals(&with(&shared), &header(None, None)));
+        assert!(!header_equals(&header(None, None), &with(&shared)));
+        // The canonical copy the session keeps shares the allocation.
+        let canonical = canonical_header(&with(&shared));
+        assert!(Arc::ptr_eq(canonical.system.as_ref().unwrap(), &shared));
     }
 
     /// `header_equals` must agree with comparing the JSON texts, whatever the values.

@@ -11,7 +11,7 @@ use crate::tool::SkillTool;
 use dsh_agent::{PreStep, PreStepDecision};
 use dsh_kernel::{BoxError, Context, Plugin, ServiceName};
 use dsh_prompt::{Section, SystemPrompt};
-use dsh_session::SessionDisposed;
+use dsh_session::{EventData, SessionDisposed, SessionEventPublished};
 use dsh_tools::{ToolRuntime, Typed};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -75,7 +75,9 @@ impl Plugin for SkillsPlugin {
             .forget();
         let catalog = skills.clone();
         prompt
-            .variable(ctx, CATALOG_VARIABLE, move |_| Some(catalog.catalog_text()))?
+            .variable(ctx, CATALOG_VARIABLE, move |_| {
+                Some(catalog.turn_catalog_text())
+            })?
             .forget();
         prompt
             .section(
@@ -102,6 +104,14 @@ impl Plugin for SkillsPlugin {
                 }
                 Ok(PreStepDecision::Enter(messages))
             }
+        })?
+        .forget();
+        let turns = skills.clone();
+        ctx.on::<SessionEventPublished>(move |published| {
+            if matches!(published.event.data, EventData::TurnStart(_)) {
+                turns.turn_started();
+            }
+            Ok(())
         })?
         .forget();
         ctx.on::<SessionDisposed>(move |session| {

@@ -1,5 +1,12 @@
 //! The [`Skills`] kernel service: the current skills and commands, rescanned when their
 //! files change, and what each session was last shown.
+//!
+//! Looking at the roots costs a directory listing per root (a failed `openat` for each of
+//! the usual eleven that do not exist) and a `stat` per entry. The `skill` tool and command
+//! expansion look every time they run; the catalog in the system prompt, which every step
+//! assembles, looks once per turn: at the first assembly after any `turn/start`
+//! ([`Skills::turn_started`]), so an edit made between turns applies at the next turn, and
+//! the steps of a turn reuse the scan and its rendered catalog.
 
 use crate::command::{expand, Command};
 use crate::events::SkillCatalog;
@@ -12,6 +19,7 @@ use crate::SkillsConfig;
 use dsh_protocol::SessionId;
 use dsh_session::Session;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 type Fingerprint = Vec<(std::path::PathBuf, u64, i128)>;
@@ -19,6 +27,9 @@ type Fingerprint = Vec<(std::path::PathBuf, u64, i128)>;
 struct State {
     fingerprint: Fingerprint,
     scan: Arc<Scan>,
+    /// The catalog of `scan` and its section text, computed once per scan.
+    catalog: Arc<Vec<CatalogEntry>>,
+    catalog_text: String,
     /// Notices not yet handed to a surface.
     pending: Vec<Notice>,
     /// Every notice ever reported, so a rescan does not repeat one.
@@ -31,8 +42,10 @@ pub struct Skills {
     command_roots: Vec<Root>,
     description_max: usize,
     state: Mutex<State>,
+    /// A turn started since the catalog last looked at the roots.
+    look_due: AtomicBool,
     /// The catalog last recorded in each live session's log.
-    recorded: Mutex<HashMap<SessionId, Vec<CatalogEntry>>>,
+    recorded: Mutex<HashMap<SessionId, Arc<Vec<CatalogEntry>>>>,
 }
 
 impl std::fmt::Debug for Skills {
@@ -62,10 +75,13 @@ impl Skills {
             state: Mutex::new(State {
                 fingerprint: Vec::new(),
                 scan: Arc::new(Scan::default()),
+                catalog: Arc::new(Vec::new()),
+                catalog_text: String::new(),
                 pending: Vec::new(),
                 reported: BTreeSet::new(),
             }),
             recorded: Mutex::new(HashMap::new()),
+            look_due: AtomicBool::new(false),
         };
         skills.rescan(
             &mut skills.lock(),
@@ -89,6 +105,9 @@ impl Skills {
             }
         }
         state.fingerprint = print;
+        let catalog = catalog_entries(&skills, self.description_max);
+        state.catalog_text = catalog_section(&catalog);
+        state.catalog = Arc::new(catalog);
         state.scan = Arc::new(Scan {
             skills,
             commands,
@@ -96,14 +115,25 @@ impl Skills {
         });
     }
 
+    /// Rescans `state` if a root changed since the last look.
+    fn look(&self, state: &mut State) {
+        let print = fingerprint(&self.skill_roots, &self.command_roots);
+        if state.fingerprint != print {
+            self.rescan(state, print);
+        }
+    }
+
     /// The current scan, after rescanning if any root changed since the last look.
     pub fn refresh(&self) -> Arc<Scan> {
-        let print = fingerprint(&self.skill_roots, &self.command_roots);
         let mut state = self.lock();
-        if state.fingerprint != print {
-            self.rescan(&mut state, print);
-        }
+        self.look(&mut state);
         state.scan.clone()
+    }
+
+    /// A turn started somewhere: the next [`turn_catalog_text`](Self::turn_catalog_text)
+    /// looks at the roots again.
+    pub fn turn_started(&self) {
+        self.look_due.store(true, Ordering::SeqCst);
     }
 
     /// The last scan, without looking at the files.
@@ -126,15 +156,27 @@ impl Skills {
 
     /// The catalog of the current scan.
     pub fn catalog(&self) -> Vec<CatalogEntry> {
-        catalog_entries(&self.current().skills, self.description_max)
+        self.lock().catalog.as_ref().clone()
     }
 
     /// The catalog section text, after a refresh.
     pub fn catalog_text(&self) -> String {
-        catalog_section(&catalog_entries(
-            &self.refresh().skills,
-            self.description_max,
-        ))
+        let mut state = self.lock();
+        self.look(&mut state);
+        state.catalog_text.clone()
+    }
+
+    /// The catalog section text as a step's system prompt shows it: after a refresh when a
+    /// turn started since the last one ([`turn_started`](Self::turn_started)), else the
+    /// current scan's (see the module docs).
+    pub fn turn_catalog_text(&self) -> String {
+        let mut state = self.lock();
+        // Cleared under the lock: a caller that finds it cleared waits for the look that
+        // cleared it, so nobody reads a scan older than the turn's start.
+        if self.look_due.swap(false, Ordering::SeqCst) {
+            self.look(&mut state);
+        }
+        state.catalog_text.clone()
     }
 
     /// The skill `name` re-read from its file, so an edited body applies at once. `None`
@@ -181,13 +223,15 @@ impl Skills {
     /// The `skills/catalog` record `session` needs now, if its last one differs from the
     /// current catalog; remembered as recorded.
     pub(crate) fn catalog_record(&self, session: &Session) -> Option<SkillCatalog> {
-        let now = self.catalog();
+        let now = Arc::clone(&self.lock().catalog);
         let mut recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
         let before = match recorded.get(session.id()) {
-            Some(before) => Some(before.clone()),
-            None => last_recorded(session),
+            // The common case of every step: the catalog recorded is the current one.
+            Some(before) if Arc::ptr_eq(before, &now) => return None,
+            Some(before) => Some(Arc::clone(before)),
+            None => last_recorded(session).map(Arc::new),
         };
-        let record = SkillCatalog::between(before.as_deref(), &now);
+        let record = SkillCatalog::between(before.as_deref().map(Vec::as_slice), &now);
         if record.is_some() || before.is_some() {
             recorded.insert(session.id().clone(), now);
         }

@@ -424,6 +424,12 @@ impl SessionPersistence for JsonlBackend {
     }
 
     fn release(&self, id: &SessionId) {
-        lock(&self.slots).remove(id);
+        let slot = lock(&self.slots).remove(id);
+        // The listing index may hold this log's latest entry back (see `index`).
+        if let Some(slot) = slot {
+            if let Some(writer) = &lock(&slot).writer {
+                self.index.write_behind(writer.path());
+            }
+        }
     }
 }

@@ -4,9 +4,14 @@
 //! stalled its UI), so each log gets a small summary in `<root>/index.jsonl`. The index is
 //! a cache, never the truth: an entry records the size and modification time of the log it
 //! was computed from, listing compares them with a `stat` of the log, and only a missing or
-//! stale entry is recomputed from the log itself. Writers append an updated entry after
-//! each batch (no sync: a lost entry is just stale); later lines win, and a listing that had
-//! to refresh anything rewrites the file compactly.
+//! stale entry is recomputed from the log itself. Writers keep every log's entry current in
+//! memory after each batch, and append it to the file (no sync: a lost entry is just stale)
+//! when what a listing shows besides the log's growth changed (a new log, a turn started or
+//! ended, a title), when the last line for that log is a second old, and when the session is
+//! released; a step's three checkpoints in between cost no file operations here. A process
+//! that dies in between leaves an entry that no longer matches its log's size, which the
+//! next listing recomputes, as after any crash. Later lines win, and a listing that had to
+//! refresh anything rewrites the file compactly.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
@@ -14,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use dsh_session::{EventData, SessionEvent};
 use serde::{Deserialize, Serialize};
@@ -251,6 +256,9 @@ pub struct SessionIndex {
     entries: Mutex<Option<HashMap<String, IndexEntry>>>,
     /// Entry lines appended since the file was last written whole.
     appended_lines: AtomicUsize,
+    /// Per log (relative path): when its entry was last written as a line, and whether the
+    /// entry changed since. Locked after `entries`.
+    lines: Mutex<HashMap<String, LineState>>,
     /// Why the index file cannot be used, once that is known; listings then scan every log.
     problem: Mutex<Option<String>>,
 }
@@ -258,12 +266,32 @@ pub struct SessionIndex {
 /// The file is rewritten once superseded lines could outnumber live ones several times.
 const COMPACT_AFTER_LINES: usize = 1000;
 
+/// How long a growing log's entry may stay unwritten (see the module docs).
+const LINE_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Copy, Debug)]
+struct LineState {
+    written_at: Instant,
+    /// The entry in memory is newer than the last line written for it.
+    behind: bool,
+}
+
+/// Whether a listing would show more than the log's growth (its size, event count and
+/// last-event time) between two summaries of one log.
+fn shows_more_than_growth(before: &SessionSummary, after: &SessionSummary) -> bool {
+    before.turns != after.turns
+        || before.title != after.title
+        || before.last_outcome != after.last_outcome
+        || before.problem != after.problem
+}
+
 impl SessionIndex {
     pub fn new(layout: StoreLayout) -> Self {
         SessionIndex {
             layout,
             entries: Mutex::new(None),
             appended_lines: AtomicUsize::new(0),
+            lines: Mutex::new(HashMap::new()),
             problem: Mutex::new(None),
         }
     }
@@ -312,8 +340,20 @@ impl SessionIndex {
             .clone()
     }
 
+    fn lock_lines(&self) -> MutexGuard<'_, HashMap<String, LineState>> {
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// [`write_compact`], remembering a failure that will not go away by itself.
     fn rewrite(&self, entries: &HashMap<String, IndexEntry>) {
+        // Every entry is in the new file, so none is behind any more.
+        let now = Instant::now();
+        for state in self.lock_lines().values_mut() {
+            *state = LineState {
+                written_at: now,
+                behind: false,
+            };
+        }
         if let Err(err) = write_compact(&self.file(), entries) {
             match err {
                 IndexWriteError::NotRegular(problem) => self.set_problem(problem),
@@ -366,19 +406,46 @@ impl SessionIndex {
         };
         let mut guard = self.lock();
         let entries = self.loaded(&mut guard);
-        let mut summary = match (entries.remove(&rel), size_before) {
-            (Some(entry), Some(before)) if entry.summary.size == before => entry.summary,
-            (_, None) => SessionSummary::from_header(header),
-            _ => return,
+        let (mut summary, new_log) = match (entries.remove(&rel), size_before) {
+            (Some(entry), Some(before)) if entry.summary.size == before => (entry.summary, false),
+            (_, None) => (SessionSummary::from_header(header), true),
+            _ => {
+                self.lock_lines().remove(&rel);
+                return;
+            }
         };
+        let shown_before = (!new_log).then(|| summary.clone());
         fold(&mut summary);
         summary.size = stamp.size;
+        let now = Instant::now();
+        let due = {
+            let lines = self.lock_lines();
+            shown_before
+                .as_ref()
+                .is_none_or(|before| shows_more_than_growth(before, &summary))
+                || lines
+                    .get(&rel)
+                    .is_none_or(|line| now.duration_since(line.written_at) >= LINE_INTERVAL)
+        };
         let entry = IndexEntry {
             path: rel.clone(),
             mtime_ns: stamp.mtime_ns,
             summary,
         };
         entries.insert(rel.clone(), entry);
+        if !due {
+            if let Some(line) = self.lock_lines().get_mut(&rel) {
+                line.behind = true;
+            }
+            return;
+        }
+        self.lock_lines().insert(
+            rel.clone(),
+            LineState {
+                written_at: now,
+                behind: false,
+            },
+        );
         let appended = self.appended_lines.fetch_add(1, Ordering::Relaxed) + 1;
         if appended > COMPACT_AFTER_LINES.max(4 * entries.len()) {
             self.appended_lines.store(0, Ordering::Relaxed);
@@ -388,10 +455,47 @@ impl SessionIndex {
         }
     }
 
+    /// Appends the entry of `log` if the file is behind it (its session is being released).
+    pub(crate) fn write_behind(&self, log: &Path) {
+        let Some(rel) = self.relative(log) else {
+            return;
+        };
+        let mut guard = self.lock();
+        let entries = self.loaded(&mut guard);
+        let behind = self
+            .lock_lines()
+            .remove(&rel)
+            .is_some_and(|line| line.behind);
+        if let Some(entry) = entries.get(&rel).filter(|_| behind) {
+            self.appended_lines.fetch_add(1, Ordering::Relaxed);
+            self.append_line(entry);
+        }
+    }
+
+    /// Appends every entry the file is behind (the store is going away).
+    fn write_all_behind(&self) {
+        let mut guard = self.lock();
+        let Some(entries) = guard.as_mut() else {
+            return;
+        };
+        let behind: Vec<String> = self
+            .lock_lines()
+            .drain()
+            .filter(|(_, line)| line.behind)
+            .map(|(rel, _)| rel)
+            .collect();
+        for rel in behind {
+            if let Some(entry) = entries.get(&rel) {
+                self.append_line(entry);
+            }
+        }
+    }
+
     /// Forgets what the index knows about a log (it was rewritten or repaired).
     pub(crate) fn invalidate(&self, log: &Path) {
         if let Some(rel) = self.relative(log) {
             self.loaded(&mut self.lock()).remove(&rel);
+            self.lock_lines().remove(&rel);
         }
     }
 
@@ -481,6 +585,12 @@ impl SessionIndex {
                 .then_with(|| a.id.cmp(&b.id))
         });
         Ok(summaries)
+    }
+}
+
+impl Drop for SessionIndex {
+    fn drop(&mut self) {
+        self.write_all_behind();
     }
 }
 

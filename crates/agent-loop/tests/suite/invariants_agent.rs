@@ -644,7 +644,7 @@ async fn inv24_scoping() {
             .flatten()
             .map(|t| format!("{}: {}", t.name, t.description))
             .collect();
-        (request.system.clone().unwrap(), tools)
+        (request.system.as_deref().unwrap().to_owned(), tools)
     };
     assert_eq!(
         shown(0),

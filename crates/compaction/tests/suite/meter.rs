@@ -60,7 +60,7 @@ fn block_message_and_header_prices() {
         tools: None,
     };
     assert_eq!(estimate_header(&header), 0);
-    header.system = Some(String::new());
+    header.system = Some("".into());
     header.tools = Some(vec![]);
     assert_eq!(estimate_header(&header), 0, "empty counts as absent");
     header.system = Some("abcdefgh".into());

@@ -98,7 +98,7 @@ pub async fn ask_for_title(
         }
         .map_err(|e| e.to_string())?;
         let mut request = LlmRequest::new(prepared.config().clone(), vec![Arc::new(message)]);
-        request.system = Some(system);
+        request.system = Some(system.into());
         request.session_id = Some(session.clone());
         request.purpose = RequestPurpose::Title;
         request.cancel = cancel.child_token();

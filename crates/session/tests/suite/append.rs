@@ -345,7 +345,7 @@ fn header_and_context_folds_follow_the_latest_records() {
     assert!(session.request_header().is_none() && session.request_context().is_none());
     let mut first = header_event("p", None);
     if let EventData::RequestHeader(h) = &mut first {
-        h.header.system = Some(String::new());
+        h.header.system = Some("".into());
         h.header.tools = Some(vec![]);
     }
     session.append(first, log_only()).unwrap();

@@ -4,8 +4,8 @@
 use super::support::*;
 use dsh_skills::{SkillsPlugin, EVENT_TYPES};
 use dsh_testkit::expect::of_types;
-use dsh_testkit::harness::{run_followup, Harness};
-use dsh_testkit::scripted::text_response;
+use dsh_testkit::harness::{run_followup, Harness, ScriptedTool};
+use dsh_testkit::scripted::{text_response, tool_call_response};
 use serde_json::{json, Value};
 
 fn types(log: &Value) -> Vec<String> {
@@ -94,6 +94,66 @@ async fn a_skill_added_mid_session_is_listed_and_recorded_at_the_next_turn() {
             json!({"entries": [{"name": "alpha", "description": "First skill."},
                                {"name": "beta", "description": "Second skill."}],
                    "added": ["beta"], "removed": [], "changed": [], "update": true}),
+        ]
+    );
+    h.finish().await;
+}
+
+/// The catalog looks at the roots once per turn: an edit made while a turn runs shows from
+/// the next turn on (with its `skills/catalog` record), never in a later step of the same
+/// turn.
+#[tokio::test]
+async fn an_edited_skill_applies_at_the_next_turn_not_within_the_running_one() {
+    dsh_session::register_event_types(EVENT_TYPES).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (project, _, config) = roots(dir.path());
+    let file = project.join("alpha/SKILL.md");
+    write(&file, &skill("alpha", "First words."));
+    let h = Harness::builder()
+        .scripted_tools([ScriptedTool::new("wait").held()])
+        .script([
+            tool_call_response(&[("w1", "wait", "{}")]).into(),
+            text_response("one").into(),
+            text_response("two").into(),
+        ])
+        .build();
+    h.ctx().plugin::<SkillsPlugin>(config).unwrap();
+    let agent = h.create_agent().await.agent().clone();
+    agent
+        .followup(dsh_protocol::Message::user_text("a"))
+        .unwrap();
+    h.probe().wait_for("start w1").await;
+    write(&file, &skill("alpha", "Edited words, longer."));
+    h.probe().release("w1");
+    agent.when_idle().await;
+    run_followup(&agent, "b").await;
+
+    let requests = h.adapter().requests();
+    let catalog = |i: usize| {
+        let system = requests[i].system.as_deref().unwrap_or_default().to_owned();
+        assert!(system.contains("</available_skills>"), "{system}");
+        system
+    };
+    assert!(catalog(0).contains("- `alpha`: First words.\n"));
+    assert!(
+        catalog(1).contains("- `alpha`: First words.\n"),
+        "the same turn"
+    );
+    assert!(
+        catalog(2).contains("- `alpha`: Edited words, longer.\n"),
+        "the next turn"
+    );
+    let records: Vec<Value> = of_types(&h.log_json(), &["skills/catalog"])
+        .into_iter()
+        .map(|e| e["data"].clone())
+        .collect();
+    assert_eq!(
+        records,
+        [
+            json!({"entries": [{"name": "alpha", "description": "First words."}],
+                   "added": ["alpha"], "removed": [], "changed": [], "update": false}),
+            json!({"entries": [{"name": "alpha", "description": "Edited words, longer."}],
+                   "added": [], "removed": [], "changed": ["alpha"], "update": true}),
         ]
     );
     h.finish().await;

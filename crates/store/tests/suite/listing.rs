@@ -10,7 +10,12 @@ use dsh_store::{
 };
 use serde_json::{json, Value};
 
-use super::common::{turn_end, turn_start};
+use std::sync::Arc;
+
+use dsh_protocol::SessionId;
+use dsh_session::{SessionEvent, SessionHeader};
+
+use super::common::{text_delta, turn_end, turn_start};
 
 fn prompt(seq: u64, text: &str) -> Value {
     json!({"type": "user/message", "seq": seq, "time": 1000 + seq, "surfaceOp": "append",
@@ -290,5 +295,81 @@ fn an_index_that_is_a_fifo_or_a_device_is_never_read() {
         let next = backend(dir.path());
         assert_eq!(next.list().unwrap(), listed);
         assert_eq!(next.index_problem(), None);
+    }
+}
+
+/// A live session written the way the agent loop writes it: a turn opened, then small
+/// batches that only grow the log (a step's checkpoints), as typed events.
+fn live_session(root: &Path) -> (JsonlBackend, SessionId, std::path::PathBuf) {
+    let store = backend(root);
+    let mut header = SessionHeader::new("live".into(), 7);
+    header.cwd = Some("/w".into());
+    store.create(&header).unwrap();
+    let id = SessionId::from("live");
+    let typed = |values: Vec<Value>| -> Vec<Arc<SessionEvent>> {
+        values
+            .into_iter()
+            .map(|v| Arc::new(SessionEvent::from_value(&v).unwrap()))
+            .collect()
+    };
+    store
+        .append(&id, &typed(vec![turn_start(0, 1), prompt(1, "first task")]))
+        .unwrap();
+    for seq in 2..8 {
+        store
+            .append(&id, &typed(vec![text_delta(seq, "growing ")]))
+            .unwrap();
+    }
+    let path = store.layout().session_file(Some("/w"), "live").unwrap();
+    (store, id, path)
+}
+
+/// The last line the index file holds for `path`'s log.
+fn last_line_size(root: &Path) -> u64 {
+    let text = fs::read_to_string(root.join(INDEX_FILE)).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    last["size"].as_u64().unwrap()
+}
+
+/// Checkpoints that only grow a log do not each append to the index file; the process's
+/// own listing is current anyway, and a process that dies mid-turn leaves an entry that a
+/// new process sees is stale and recomputes, so its listing is the same.
+#[test]
+fn the_listing_stays_right_across_a_crash_mid_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _, path) = live_session(dir.path());
+    let size = fs::metadata(&path).unwrap().len();
+    let own = store.list().unwrap();
+    assert_eq!((own.len(), own[0].events, own[0].size), (1, 8, size));
+    assert_eq!(own[0].title.as_deref(), Some("first task"));
+    // The file holds the entry of the turn's start, not of every checkpoint since.
+    assert!(last_line_size(dir.path()) < size);
+    // The process dies: no release, no drop.
+    std::mem::forget(store);
+    assert_eq!(backend(dir.path()).list().unwrap(), own);
+}
+
+/// Releasing a session (its agent is done) writes the entry held back, so a new process
+/// trusts it without opening the log; so does dropping the store.
+#[test]
+fn releasing_or_dropping_the_store_writes_the_held_back_entry() {
+    for release in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, id, path) = live_session(dir.path());
+        let own = store.list().unwrap();
+        if release {
+            store.release(&id);
+        }
+        drop(store);
+        assert_eq!(
+            last_line_size(dir.path()),
+            fs::metadata(&path).unwrap().len()
+        );
+        garble_keeping_stamp(&path);
+        assert_eq!(
+            backend(dir.path()).list().unwrap(),
+            own,
+            "release: {release}"
+        );
     }
 }
