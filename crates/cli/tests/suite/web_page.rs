@@ -1,7 +1,8 @@
 //! The web page in a real headless Chromium, against the real `dsh web` and the mock model:
 //! the token exchange, a session started and driven from the page (a streamed tool-using
 //! turn, an approval answered, a steer while running, a cancel), the same conversation after
-//! a reload and in a second tab, a stored session's diff, and the phone-width layout.
+//! a reload and in a second tab, a stored session's diff, and the phone-width layout; the
+//! sidebar following other tabs and processes live, and the goal and title set from the page.
 
 use super::run_support::{serve, Sandbox};
 use super::web_page_support::WebServer;
@@ -253,6 +254,165 @@ async fn the_page_drives_a_session_from_first_prompt_to_reload_and_a_second_tab(
             json!(["turn/end", "aborted"]),
             json!(["user", "FROM-TAB-ONE hello"]),
             json!(["turn/end", "completed"]),
+        ]
+    );
+}
+
+const SIDEBAR_TITLES: &str =
+    "return [...document.querySelectorAll('#sessions .sess .t')].map(e => e.textContent)";
+
+/// The sidebar lists `title`.
+async fn wait_listed(browser: &Browser, title: &str) {
+    browser
+        .wait_for(
+            &format!("the sidebar to list {title:?}"),
+            &format!("{SIDEBAR_TITLES}.includes(arguments[0])"),
+            json!([title]),
+        )
+        .await;
+}
+
+/// The sidebar follows the host event stream: a session a `dsh run` in a terminal starts
+/// and one another tab starts both appear, and the running dot follows the other tab's turn,
+/// without a reload. Then the page sets and clears the session's goal and renames it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidebar_is_live_and_the_goal_and_title_are_set_from_the_page() {
+    let Some(chromium) = chromium_or_skip("the live sidebar page test") else {
+        return;
+    };
+    let model = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().last_message_contains("SLOW-TAB-TWO"),
+                Reply::text("Second tab here, answering slowly.")
+                    .chunks(20)
+                    .delay_ms(100),
+            )
+            .rule(RuleMatch::any(), Reply::text("Working on it.")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&model);
+    // One goal round: the goal stops at its cap instead of running on against the mock.
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        "[[plugins]]\nid = \"goal\"\nconfig = { defaultMaxGoalRounds = 1 }\n",
+    )
+    .unwrap();
+    let server = WebServer::start(&sandbox);
+    let browser = Browser::start(&chromium, 1280, 900).await;
+    browser.goto(&server.url).await;
+    browser.find("#sessions .note").await;
+    // A marker a reload would lose.
+    browser.eval("window.notReloaded = true", json!([])).await;
+
+    // A session started by another process appears by itself.
+    let run = sandbox.dsh(&["run", "TERMINAL-RUN hello"]).await;
+    assert_eq!(run.status.code(), Some(0));
+    wait_listed(&browser, "TERMINAL-RUN hello").await;
+
+    // One started in a second tab appears, running, then idle.
+    let first = browser.new_tab().await;
+    browser.goto(&format!("{}/", server.base)).await;
+    browser.find("#sessions .sess").await;
+    send(&browser, "SLOW-TAB-TWO please").await;
+    wait_shows(&browser, "SLOW-TAB-TWO please").await;
+    let id = browser
+        .eval("return location.hash.replace('#/s/', '')", json!([]))
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = browser.switch_back(&first).await;
+    let dot = format!("#sessions .sess[data-id='{id}'] .dot");
+    browser
+        .wait_for(
+            "the other tab's session to show running",
+            &format!("return document.querySelector(\"{dot}.running\") !== null"),
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_for(
+            "the other tab's session to go idle",
+            &format!("return document.querySelector(\"{dot}.idle\") !== null"),
+            json!([]),
+        )
+        .await;
+    wait_listed(&browser, "SLOW-TAB-TWO please").await;
+    assert_eq!(
+        browser.eval("return window.notReloaded === true", json!([])).await,
+        json!(true)
+    );
+
+    // Open it here; set a goal from the page: the goal line shows it; then clear it.
+    browser.click(&format!("#sessions .sess[data-id='{id}']")).await;
+    wait_shows(&browser, "Second tab here, answering slowly.").await;
+    browser.click("#goal-set").await;
+    browser.type_into("#goal-input", "Ship the docs").await;
+    browser.click("#goal-form button[type='submit']").await;
+    browser
+        .wait_for(
+            "the goal line",
+            "return !document.querySelector('#goal-row').hidden
+                && document.querySelector('#goal').textContent.startsWith('Goal: Ship the docs')",
+            json!([]),
+        )
+        .await;
+    // Its one round runs (the cap), then the goal waits; clear it from the goal line.
+    wait_shows(&browser, "goal round 1").await;
+    wait_idle(&browser).await;
+    browser.click("#goal-clear").await;
+    browser
+        .wait_for(
+            "the goal line to go",
+            "return document.querySelector('#goal-row').hidden
+                && !document.querySelector('#goal-set').hidden",
+            json!([]),
+        )
+        .await;
+
+    // Rename from the page: the title and the sidebar follow.
+    browser.click("#rename").await;
+    browser
+        .eval("document.querySelector('#rename-input').value = ''", json!([]))
+        .await;
+    browser.type_into("#rename-input", "Docs sprint").await;
+    browser.click("#rename-form button[type='submit']").await;
+    browser
+        .wait_for(
+            "the new title",
+            "return document.querySelector('#title').textContent === 'Docs sprint'",
+            json!([]),
+        )
+        .await;
+    wait_listed(&browser, "Docs sprint").await;
+    // The other tab's sidebar follows the rename too.
+    browser.switch_to(&second).await;
+    wait_listed(&browser, "Docs sprint").await;
+    browser.quit().await;
+    drop(server);
+
+    // The goal and the rename went through the session log, as the TUI writes them.
+    let events = sandbox.events(&id);
+    dsh_testkit::checks::assert_log_ok(&events);
+    let story: Vec<Value> = events
+        .iter()
+        .filter_map(|e| {
+            let data = e.data.to_value();
+            match e.type_name() {
+                "goal/change" => Some(json!(["goal", data["operation"]])),
+                "session/title" => Some(json!(["title", data["title"], data["source"]["kind"]])),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        story,
+        [
+            json!(["title", "SLOW-TAB-TWO please", "fallback"]),
+            json!(["goal", "create"]),
+            json!(["goal", "clear"]),
+            json!(["title", "Docs sprint", "user"]),
         ]
     );
 }
