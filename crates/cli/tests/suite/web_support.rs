@@ -334,9 +334,10 @@ impl Events {
         }
     }
 
-    /// The next frame (keep-alive comments skipped); `None` when the stream ends or
-    /// nothing comes for 30 s.
+    /// The next frame (keep-alive comments skipped); `None` when the stream ends or no
+    /// frame comes for 30 s (keep-alives do not count).
     pub async fn next(&mut self) -> Option<Sse> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             dechunk(&mut self.raw, &mut self.decoded);
             if let Some(end) = self.decoded.windows(2).position(|w| w == b"\n\n") {
@@ -361,10 +362,13 @@ impl Events {
                     continue;
                 }
                 sse.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                if std::env::var_os("DSH_TEST_SSE_TRACE").is_some() {
+                    eprintln!("sse: {sse:?}");
+                }
                 self.seen.push(sse.clone());
                 return Some(sse);
             }
-            match tokio::time::timeout(Duration::from_secs(30), self.fill()).await {
+            match tokio::time::timeout_at(deadline, self.fill()).await {
                 Ok(true) => {}
                 _ => return None,
             }

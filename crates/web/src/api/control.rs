@@ -256,7 +256,9 @@ pub async fn title(
         .ctx()
         .get::<dsh_modes::title::SessionTitles>()
         .ok_or_else(|| {
-            ApiError::Unsupported("session titles are not mounted: the `session-title` row is disabled".into())
+            ApiError::Unsupported(
+                "session titles are not mounted: the `session-title` row is disabled".into(),
+            )
         })?;
     let renamed = titles
         .rename(live.handle.agent().session(), &request.title)

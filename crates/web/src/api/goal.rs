@@ -80,9 +80,7 @@ pub async fn goal(
                 GoalAction::Pause => "pause",
                 _ => "resume",
             };
-            return Err(ApiError::BadRequest(format!(
-                "`{word}` takes no objective"
-            )));
+            return Err(ApiError::BadRequest(format!("`{word}` takes no objective")));
         }
         GoalAction::Clear => GoalCommand::Clear,
         GoalAction::Pause => GoalCommand::Pause,

@@ -62,10 +62,7 @@ pub async fn create(
 }
 
 /// `GET /api/sessions/{id}`
-pub async fn get(
-    State(state): State<AppState>,
-    Held(live): Held,
-) -> Result<Response, ApiError> {
+pub async fn get(State(state): State<AppState>, Held(live): Held) -> Result<Response, ApiError> {
     let summary = state.hub.summary(&live)?;
     let agent = live.handle.agent().clone();
     let models = state.hub.host().models();

@@ -190,7 +190,10 @@ impl Roster {
             .filter(|id| !fresh.contains_key(*id))
             .collect();
         gone.sort();
-        changes.extend(gone.into_iter().map(|id| Change::Removed { id: id.clone() }));
+        changes.extend(
+            gone.into_iter()
+                .map(|id| Change::Removed { id: id.clone() }),
+        );
         state.sessions = fresh;
         for change in changes {
             state.rev += 1;
@@ -383,7 +386,13 @@ mod tests {
         }
         let (start, _rx) = roster.join(vec![summary("last", None, "stored")], Some(&cursor));
         assert!(matches!(start, Start::Snapshot { .. }), "{start:?}");
-        assert_eq!(Cursor::parse("ab12.7"), Some(Cursor { launch: "ab12".into(), rev: 7 }));
+        assert_eq!(
+            Cursor::parse("ab12.7"),
+            Some(Cursor {
+                launch: "ab12".into(),
+                rev: 7
+            })
+        );
         assert_eq!(Cursor::parse("7"), None);
     }
 }
