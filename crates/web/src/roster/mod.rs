@@ -44,7 +44,7 @@ const FEED_CAPACITY: usize = 256;
 pub enum Change {
     /// A session appeared (`created`) or one of its listed fields changed.
     Upsert {
-        session: SessionSummary,
+        session: Box<SessionSummary>,
         created: bool,
         /// The fields that changed (empty when created).
         fields: Vec<&'static str>,
@@ -167,7 +167,7 @@ impl Roster {
         for session in now {
             match state.sessions.get(&session.id) {
                 None => changes.push(Change::Upsert {
-                    session: session.clone(),
+                    session: Box::new(session.clone()),
                     created: true,
                     fields: Vec::new(),
                 }),
@@ -175,7 +175,7 @@ impl Roster {
                     let fields = changed_fields(old, &session);
                     if !fields.is_empty() {
                         changes.push(Change::Upsert {
-                            session: session.clone(),
+                            session: Box::new(session.clone()),
                             created: false,
                             fields,
                         });
