@@ -29,20 +29,33 @@ export function setGoal(d) {
     $('#goal-set').hidden = !state.view;
     return;
   }
-  goal = { ...g, roundsStarted: d.roundsStarted ?? g.roundsStarted ?? 0, activation: d.activation || goal?.activation };
+  // The same goal keeps the rounds already counted (an answer may trail its round's start).
+  const counted = goal && goal.id === g.id ? goal.roundsStarted : 0;
+  goal = { ...g, roundsStarted: Math.max(d.roundsStarted ?? g.roundsStarted ?? 0, counted), activation: d.activation || goal?.activation };
   if (d.operation === 'pause') goal.activation = 'disarmed';
   if (d.operation === 'create' || d.operation === 'resume') goal.activation = 'armed';
   row.hidden = false;
-  const el = $('#goal');
-  el.replaceChildren(h('b', { text: 'Goal: ' }), g.objective || '',
-    ` · ${g.phase || ''}` + (g.maxGoalRounds ? ` · round ${goal.roundsStarted}/${g.maxGoalRounds}` : ''));
-  el.title = g.objective || '';
+  renderGoal();
   const complete = g.phase === 'complete';
   const resumable = g.phase === 'paused' || g.phase === 'blocked' || (g.phase === 'active' && goal.activation === 'disarmed');
   $('#goal-pause').hidden = !(g.phase === 'active' && goal.activation !== 'disarmed');
   $('#goal-resume').hidden = !resumable;
   $('#goal-edit').hidden = complete;
   $('#goal-set').hidden = !complete;
+}
+
+function renderGoal() {
+  const el = $('#goal');
+  el.replaceChildren(h('b', { text: 'Goal: ' }), goal.objective || '',
+    ` · ${goal.phase || ''}` + (goal.maxGoalRounds ? ` · round ${goal.roundsStarted}/${goal.maxGoalRounds}` : ''));
+  el.title = goal.objective || '';
+}
+
+// A goal round started (its user/message): the line counts it.
+export function goalRound(round) {
+  if (!goal || !(round > goal.roundsStarted)) return;
+  goal.roundsStarted = round;
+  renderGoal();
 }
 
 // The detail's `goal` ({goal, activation} as the goal tools show it) as setGoal takes it.

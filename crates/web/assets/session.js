@@ -3,7 +3,7 @@
 import { $, h, get, post, enc, state, banner, titleOf } from './core.js';
 import { textOf, parseArgs, argSummary, lineDiff, renderDiff, clipped, turnEndText, verdictText } from './render.js';
 import { renderSidebar } from './sidebar.js';
-import { setTitle, setGoal, fromDetail, setModel, setPermission } from './header.js';
+import { setTitle, setGoal, goalRound, fromDetail, setModel, setPermission } from './header.js';
 
 export const PAGE = 300;
 
@@ -154,7 +154,10 @@ export class SessionView {
     switch (ev.type) {
       case 'user/message':
         if (d.source && d.source.kind === 'user') out.append(h('div.msg.user', { 'data-seq': ev.seq, text: textOf(d.content) }));
-        else if (d.source && d.source.kind === 'goal') out.append(h('div.note', { text: `goal round ${d.source.round ?? ''}` }));
+        else if (d.source && d.source.kind === 'goal') {
+          out.append(h('div.note', { text: `goal round ${d.source.round ?? ''}` }));
+          goalRound(d.source.round);
+        }
         break;
       case 'assistant/chunk':
         if (done && done.has(`${d.turn}:${d.step}`)) break;
