@@ -128,17 +128,14 @@ async fn the_page_drives_a_session_from_first_prompt_to_reload_and_a_second_tab(
     assert!(shown.contains("EDIT-NOTE please"), "{shown}");
     assert!(shown.contains("Editing the note."), "{shown}");
     assert!(shown.contains("Approval needed: edit"), "{shown}");
-    let running = browser
-        .eval(
-            "return document.querySelector('#sessions .dot.running') !== null",
+    // The sidebar shows the session waiting for its approval (the host event stream).
+    browser
+        .wait_for(
+            "the sidebar to show the session waiting",
+            "return document.querySelector('#sessions .dot.waiting') !== null",
             json!([]),
         )
         .await;
-    assert_eq!(
-        running,
-        json!(true),
-        "the sidebar shows the session running"
-    );
     browser
         .click(".approval button[data-decision='allow-once']")
         .await;
