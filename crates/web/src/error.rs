@@ -26,6 +26,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     #[error("the session is running; wait for its turn to end or cancel it first")]
     SessionBusy,
+    #[error("{0}")]
+    GoalRefused(String),
     #[error("the body is over the {0}-byte cap")]
     BodyTooLarge(usize),
     #[error("the body must be JSON with Content-Type: application/json")]
@@ -51,6 +53,7 @@ impl ApiError {
             Self::QuestionNotFound(_) => "question_not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::SessionBusy => "session_busy",
+            Self::GoalRefused(_) => "goal_refused",
             Self::BodyTooLarge(_) => "body_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Unsupported(_) => "unsupported",
@@ -69,7 +72,7 @@ impl ApiError {
             | Self::ApprovalNotFound(_)
             | Self::QuestionNotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            Self::SessionBusy => StatusCode::CONFLICT,
+            Self::SessionBusy | Self::GoalRefused(_) => StatusCode::CONFLICT,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unsupported(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -14,6 +14,7 @@ pub use listing::SessionSummary;
 
 use crate::error::ApiError;
 use crate::host::WebHost;
+use crate::roster::Roster;
 use answer::{Open, WebApprovals, WebQuestions};
 use dsh_acp::{AgentChoice, Workspace};
 use dsh_agent::{AgentHandle, AgentStatus, AgentStatusChanged, ModelSelectionRef};
@@ -63,6 +64,7 @@ pub struct LiveSession {
     feed: broadcast::Sender<Arc<Frame>>,
     open: Mutex<Open>,
     listeners: Mutex<Vec<Disposer>>,
+    roster: Arc<Roster>,
 }
 
 impl LiveSession {
@@ -75,9 +77,25 @@ impl LiveSession {
         self.feed.subscribe()
     }
 
+    /// Whether an approval or question waits for an answer.
+    pub fn waiting(&self) -> bool {
+        lock(&self.open).is_waiting()
+    }
+
     pub(crate) fn publish(&self, frame: Frame) {
+        let listed = match &frame {
+            Frame::Event(event) => event.data.type_name() == "session/title",
+            Frame::Status { .. }
+            | Frame::Approval(_)
+            | Frame::ApprovalResolved(_)
+            | Frame::Question(_)
+            | Frame::QuestionResolved(_) => true,
+        };
         // No receiver is fine: nobody is watching.
         let _ = self.feed.send(Arc::new(frame));
+        if listed {
+            self.roster.touch();
+        }
     }
 
     /// The open approvals' and questions' payloads, oldest first.
@@ -126,6 +144,7 @@ struct HubInner {
     /// Serialises creating and resuming, so two clients racing share one agent.
     opening: tokio::sync::Mutex<()>,
     wired: Mutex<HashMap<PathBuf, Wired>>,
+    roster: Arc<Roster>,
 }
 
 /// The sessions this server holds; cheap to clone.
@@ -149,6 +168,7 @@ impl Hub {
                 live: Mutex::new(HashMap::new()),
                 opening: tokio::sync::Mutex::new(()),
                 wired: Mutex::new(HashMap::new()),
+                roster: Arc::new(Roster::new()),
             }),
         };
         hub.wire(&workspace)?;
@@ -166,6 +186,11 @@ impl Hub {
 
     pub fn persistence(&self) -> Option<&Arc<dyn SessionPersistence>> {
         self.inner.persistence.as_ref()
+    }
+
+    /// The session list's changes, for the host event stream.
+    pub fn roster(&self) -> &Arc<Roster> {
+        &self.inner.roster
     }
 
     /// The held session `id`, if any.
@@ -252,12 +277,14 @@ impl Hub {
             feed,
             open: Mutex::new(Open::default()),
             listeners: Mutex::new(listeners.into_iter().collect()),
+            roster: self.inner.roster.clone(),
         });
         if let Some(approvals) = workspace.ctx().get::<Approvals>() {
             let answerer = WebApprovals::new(Arc::downgrade(&live));
             approvals.set_session_answerer(agent.session(), Some(Arc::new(answerer)));
         }
         lock(&self.inner.live).insert(live.id.clone(), live.clone());
+        self.inner.roster.touch();
         Ok(live)
     }
 

@@ -15,6 +15,7 @@
 //! - [`hub`]: the sessions this server holds: agents, their live feeds, open approvals and
 //!   questions, resumed from the store on demand;
 //! - [`stream`]: a session's server-sent event stream with catch-up from a seq;
+//! - [`roster`]: the session list's changes and the host-wide event stream (`/api/events`);
 //! - [`api`]: the route handlers;
 //! - [`page`]: `GET /` (the page, served from the binary);
 //! - [`markdown`]: assistant markdown rendered to sanitised HTML for the page;
@@ -30,6 +31,7 @@ pub mod host;
 pub mod hub;
 pub mod markdown;
 pub mod page;
+pub mod roster;
 pub mod router;
 pub mod serve;
 pub mod stream;

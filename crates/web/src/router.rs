@@ -1,11 +1,11 @@
 //! The route table (docs/web-api.md "Routes") and the layers every request passes: the
 //! trust fence first, then the token on `/api/`.
 
-use crate::api::{control, info, sessions, AppState};
+use crate::api::{control, goal, info, roster, sessions, AppState};
 use crate::error::ApiError;
-use crate::{auth, fence, page};
+use crate::{auth, body, fence, page};
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,6 +18,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/workspaces", get(info::workspaces))
         .route("/api/models", get(info::models))
         .route("/api/settings", get(info::settings))
+        .route("/api/events", get(roster::events))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get))
         .route("/api/sessions/{id}/history", get(sessions::history))
@@ -35,11 +36,16 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/fork", post(control::fork))
         .route("/api/sessions/{id}/compact", post(control::compact))
         .route("/api/sessions/{id}/model", post(control::model))
-        .route("/api/sessions/{id}/permission", post(control::permission));
-    Router::new()
+        .route("/api/sessions/{id}/permission", post(control::permission))
+        .route("/api/sessions/{id}/title", post(control::title))
+        .route("/api/sessions/{id}/goal", post(goal::goal));
+    let mut pages = Router::new()
         .route("/", get(index))
-        .route("/app.js", get(|| async { page::script() }))
-        .route("/app.css", get(|| async { page::style() }))
+        .route("/app.css", get(|| async { page::style() }));
+    for (path, body) in page::SCRIPTS {
+        pages = pages.route(path, get(move || async move { page::script(body) }));
+    }
+    pages
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -53,10 +59,14 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         return ApiError::Forbidden(refusal.message()).into_response();
     }
     let path = request.uri().path();
-    if (path == "/api" || path.starts_with("/api/"))
-        && !auth::authorized(request.headers(), &state.config.token)
-    {
+    let api = path == "/api" || path.starts_with("/api/");
+    if api && !auth::authorized(request.headers(), &state.config.token) {
         return ApiError::Unauthorized.into_response();
+    }
+    // Before any handler runs (a stored session is resumed by its extractor): no
+    // cross-site "simple" form post reaches one.
+    if api && request.method() == Method::POST && !body::is_json(request.headers()) {
+        return ApiError::UnsupportedMediaType.into_response();
     }
     next.run(request).await
 }

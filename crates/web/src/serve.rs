@@ -43,6 +43,7 @@ pub async fn serve(config: WebConfig, hub: Hub) -> std::io::Result<Server> {
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let (closing, closed) = watch::channel(false);
+    tokio::spawn(hub.roster().clone().run(hub.clone(), closed.clone()));
     let state = AppState {
         config: Arc::new(config),
         hub: hub.clone(),

@@ -129,8 +129,15 @@ pub(super) fn serve(global: &GlobalArgs, args: &WebArgs, env: &dyn Env) -> anyho
     let config = config(args)?;
     let settings = load(env, &global.overrides())?;
     let options = BootOptions::from_process(global.cwd.clone())?;
-    // One thread, as `dsh acp`: the agents' work is I/O and child processes.
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // Two workers, unlike `dsh acp` (one client, one thread): this process serves every
+    // session of every workspace to many pages, and the CPU-bound parts (rendering a long
+    // history's markdown, encoding it, parsing model streams, diffing edits) run on the
+    // runtime. On one thread a single busy session stalls every other session's stream and
+    // the page's first byte; two workers let one stall while the other keeps serving, and
+    // stay small on a small machine. Everything spawned is already `Send`.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dsh-web")
         .enable_all()
         .build()?;
     let host = Arc::new(WebRuntimeHost {

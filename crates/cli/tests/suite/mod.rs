@@ -45,6 +45,7 @@ mod tui_tmux_subagents;
 mod tui_tmux_support;
 mod tui_tmux_trust;
 mod web;
+mod web_live;
 mod web_page;
 mod web_page_support;
 mod web_support;

@@ -374,7 +374,7 @@ async fn two_clients_drive_and_watch_one_session() {
     // Pending approvals show on the session and to a client that connects now.
     let detail = web.get(&format!("/api/sessions/{id}")).await.json();
     assert_eq!(detail["pending"]["approvals"][0]["id"], approval["id"]);
-    assert_eq!(detail["session"]["status"], "running");
+    assert_eq!(detail["session"]["status"], "waiting");
     let mut b = web.events(&id, "").await;
     let b_first = b.until(|f| f.event == "approval").await;
     assert_eq!(b_first.last().unwrap().data, approval);

@@ -1,7 +1,8 @@
 //! The web page in a real headless Chromium, against the real `dsh web` and the mock model:
 //! the token exchange, a session started and driven from the page (a streamed tool-using
 //! turn, an approval answered, a steer while running, a cancel), the same conversation after
-//! a reload and in a second tab, a stored session's diff, and the phone-width layout.
+//! a reload and in a second tab, a stored session's diff, and the phone-width layout; the
+//! sidebar following other tabs and processes live, and the goal and title set from the page.
 
 use super::run_support::{serve, Sandbox};
 use super::web_page_support::WebServer;
@@ -127,17 +128,14 @@ async fn the_page_drives_a_session_from_first_prompt_to_reload_and_a_second_tab(
     assert!(shown.contains("EDIT-NOTE please"), "{shown}");
     assert!(shown.contains("Editing the note."), "{shown}");
     assert!(shown.contains("Approval needed: edit"), "{shown}");
-    let running = browser
-        .eval(
-            "return document.querySelector('#sessions .dot.running') !== null",
+    // The sidebar shows the session waiting for its approval (the host event stream).
+    browser
+        .wait_for(
+            "the sidebar to show the session waiting",
+            "return document.querySelector('#sessions .dot.waiting') !== null",
             json!([]),
         )
         .await;
-    assert_eq!(
-        running,
-        json!(true),
-        "the sidebar shows the session running"
-    );
     browser
         .click(".approval button[data-decision='allow-once']")
         .await;
@@ -253,6 +251,206 @@ async fn the_page_drives_a_session_from_first_prompt_to_reload_and_a_second_tab(
             json!(["turn/end", "aborted"]),
             json!(["user", "FROM-TAB-ONE hello"]),
             json!(["turn/end", "completed"]),
+        ]
+    );
+}
+
+/// The sidebar lists session `id` titled `title`.
+async fn wait_listed(browser: &Browser, id: &str, title: &str) {
+    browser
+        .wait_for(
+            &format!("the sidebar to list {id} as {title:?}"),
+            "const row = document.querySelector(`#sessions .sess[data-id='${arguments[0]}'] .t`);
+             return row !== null && row.textContent === arguments[1]",
+            json!([id, title]),
+        )
+        .await;
+}
+
+/// The sidebar follows the host event stream: a session a `dsh run` in a terminal starts
+/// and one another tab starts both appear, and the running dot follows the other tab's turn,
+/// without a reload. Then the page sets and clears the session's goal and renames it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidebar_is_live_and_the_goal_and_title_are_set_from_the_page() {
+    let Some(chromium) = chromium_or_skip("the live sidebar page test") else {
+        return;
+    };
+    let model = serve(
+        Script::new()
+            .rule(
+                RuleMatch::any().last_message_contains("Generate the session title"),
+                Reply::text("Model title"),
+            )
+            .rule(
+                RuleMatch::any().last_message_contains("TAB-TWO"),
+                Reply::text("Writing the file.")
+                    .with_tool_call("write", json!({"file_path": "tab2.txt", "content": "hi\n"})),
+            )
+            .rule(
+                RuleMatch::any().last_message_contains("has been created successfully"),
+                Reply::text("Second tab here."),
+            )
+            .rule(RuleMatch::any(), Reply::text("Working on it.")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&model);
+    // One goal round: the goal stops at its cap instead of running on against the mock.
+    // File changes wait for an approval, so a turn can be held in `waiting`.
+    std::fs::write(
+        sandbox.home.path().join("settings.toml"),
+        "[approval]\npolicy = \"untrusted\"\n\n\
+         [[plugins]]\nid = \"goal\"\nconfig = { defaultMaxGoalRounds = 1 }\n",
+    )
+    .unwrap();
+    let server = WebServer::start(&sandbox);
+    let browser = Browser::start(&chromium, 1280, 900).await;
+    browser.goto(&server.url).await;
+    browser.find("#sessions .note").await;
+    // A marker a reload would lose.
+    browser.eval("window.notReloaded = true", json!([])).await;
+
+    // A session started by another process appears by itself.
+    let run = sandbox.dsh(&["run", "TERMINAL-RUN hello"]).await;
+    assert_eq!(run.status.code(), Some(0));
+    wait_listed(
+        &browser,
+        &super::run_support::session_of(&run),
+        "Model title",
+    )
+    .await;
+
+    // One started in a second tab appears, waiting for its approval, then idle once the
+    // second tab answers it.
+    let first = browser.new_tab().await;
+    browser.goto(&format!("{}/", server.base)).await;
+    browser.find("#sessions .sess").await;
+    send(&browser, "TAB-TWO please").await;
+    browser
+        .find(".approval button[data-decision='allow-once']")
+        .await;
+    let id = browser
+        .eval("return location.hash.replace('#/s/', '')", json!([]))
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = browser.switch_back(&first).await;
+    let dot = format!("#sessions .sess[data-id='{id}'] .dot");
+    browser
+        .wait_for(
+            "the other tab's session to show waiting",
+            &format!("return document.querySelector(\"{dot}.waiting\") !== null"),
+            json!([]),
+        )
+        .await;
+    browser.switch_to(&second).await;
+    browser
+        .click(".approval button[data-decision='allow-once']")
+        .await;
+    wait_shows(&browser, "Second tab here.").await;
+    browser.switch_to(&first).await;
+    browser
+        .wait_for(
+            "the other tab's session to go idle",
+            &format!("return document.querySelector(\"{dot}.idle\") !== null"),
+            json!([]),
+        )
+        .await;
+    wait_listed(&browser, &id, "Model title").await;
+    assert_eq!(
+        browser
+            .eval("return window.notReloaded === true", json!([]))
+            .await,
+        json!(true)
+    );
+
+    // Open it here; set a goal from the page: the goal line shows it; then clear it.
+    browser
+        .click(&format!("#sessions .sess[data-id='{id}']"))
+        .await;
+    wait_shows(&browser, "Second tab here.").await;
+    browser.click("#goal-set").await;
+    browser.type_into("#goal-input", "Ship the docs").await;
+    browser.click("#goal-form button[type='submit']").await;
+    browser
+        .wait_for(
+            "the goal line",
+            "return !document.querySelector('#goal-row').hidden
+                && document.querySelector('#goal').textContent.startsWith('Goal: Ship the docs')",
+            json!([]),
+        )
+        .await;
+    // Its one round runs (the line counts it); clear the goal from the goal line.
+    wait_shows(&browser, "goal round 1").await;
+    browser
+        .wait_for(
+            "the goal line to count the round",
+            "return document.querySelector('#goal').textContent.includes('round 1/1')",
+            json!([]),
+        )
+        .await;
+    wait_idle(&browser).await;
+    browser.click("#goal-clear").await;
+    browser
+        .wait_for(
+            "the goal line to go",
+            "return document.querySelector('#goal-row').hidden
+                && !document.querySelector('#goal-set').hidden",
+            json!([]),
+        )
+        .await;
+
+    // Rename from the page: the title and the sidebar follow.
+    browser.click("#rename").await;
+    browser
+        .eval(
+            "document.querySelector('#rename-input').value = ''",
+            json!([]),
+        )
+        .await;
+    browser.type_into("#rename-input", "Docs sprint").await;
+    browser.click("#rename-form button[type='submit']").await;
+    browser
+        .wait_for(
+            "the new title",
+            "return document.querySelector('#title').textContent === 'Docs sprint'",
+            json!([]),
+        )
+        .await;
+    wait_listed(&browser, &id, "Docs sprint").await;
+    // The other tab's sidebar follows the rename too.
+    browser.switch_to(&second).await;
+    wait_listed(&browser, &id, "Docs sprint").await;
+    browser.quit().await;
+    drop(server);
+
+    // The goal and the rename went through the session log, as the TUI writes them (the
+    // model's title and the goal driver's block at the cap, which come on their own time,
+    // left aside).
+    let events = sandbox.events(&id);
+    dsh_testkit::checks::assert_log_ok(&events);
+    let story: Vec<Value> = events
+        .iter()
+        .filter_map(|e| {
+            let data = e.data.to_value();
+            match e.type_name() {
+                "goal/change" if data["operation"] != "block" => {
+                    Some(json!(["goal", data["operation"]]))
+                }
+                "session/title" if data["source"]["kind"] != "provider" => {
+                    Some(json!(["title", data["title"], data["source"]["kind"]]))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        story,
+        [
+            json!(["title", "TAB-TWO please", "fallback"]),
+            json!(["goal", "create"]),
+            json!(["goal", "clear"]),
+            json!(["title", "Docs sprint", "user"]),
         ]
     );
 }

@@ -135,18 +135,30 @@ impl Web {
 
     /// Opens a session's event stream (`query` such as `?after=5`).
     pub async fn events(&self, id: &str, query: &str) -> Events {
+        self.stream(&format!("/api/sessions/{id}/events{query}"), &[])
+            .await
+    }
+
+    /// Opens the event stream at `path` with the right Host and the bearer token, plus
+    /// `extra` headers.
+    pub async fn stream(&self, path: &str, extra: &[(&str, &str)]) -> Events {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
-        let head = format!(
-            "GET /api/sessions/{id}/events{query} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+        let mut head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n",
             self.host(),
             self.token
         );
+        for (name, value) in extra {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
         stream.write_all(head.as_bytes()).await.unwrap();
         let mut events = Events {
             stream,
             raw: Vec::new(),
             decoded: Vec::new(),
             status: 0,
+            seen: Vec::new(),
         };
         events.read_head().await;
         events
@@ -294,6 +306,8 @@ pub struct Events {
     raw: Vec<u8>,
     decoded: Vec<u8>,
     pub status: u16,
+    /// Every frame [`Events::next`] returned, in order.
+    seen: Vec<Sse>,
 }
 
 impl Events {
@@ -320,9 +334,10 @@ impl Events {
         }
     }
 
-    /// The next frame (keep-alive comments skipped); `None` when the stream ends or
-    /// nothing comes for 30 s.
+    /// The next frame (keep-alive comments skipped); `None` when the stream ends or no
+    /// frame comes for 30 s (keep-alives do not count).
     pub async fn next(&mut self) -> Option<Sse> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             dechunk(&mut self.raw, &mut self.decoded);
             if let Some(end) = self.decoded.windows(2).position(|w| w == b"\n\n") {
@@ -347,13 +362,22 @@ impl Events {
                     continue;
                 }
                 sse.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                if std::env::var_os("DSH_TEST_SSE_TRACE").is_some() {
+                    eprintln!("sse: {sse:?}");
+                }
+                self.seen.push(sse.clone());
                 return Some(sse);
             }
-            match tokio::time::timeout(Duration::from_secs(30), self.fill()).await {
+            match tokio::time::timeout_at(deadline, self.fill()).await {
                 Ok(true) => {}
                 _ => return None,
             }
         }
+    }
+
+    /// Every frame returned so far.
+    pub fn seen(&self) -> &[Sse] {
+        &self.seen
     }
 
     /// Frames until one satisfies `done` (inclusive).

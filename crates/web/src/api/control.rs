@@ -1,14 +1,12 @@
-//! Driving a session: prompt, cancel, answers, fork, compact, model and permission. Each
-//! goes through the agent core exactly as the TUI's effects do.
+//! Driving a session: prompt, cancel, answers, fork, compact, model, permission and rename.
+//! Each goes through the agent core exactly as the TUI's effects do.
 
-use super::sessions::held;
-use super::{json, session_id, AppState};
-use crate::body;
+use super::extract::{Held, JsonBody, SessionPath};
+use super::{json, AppState};
 use crate::error::ApiError;
 use crate::hub::{ApprovalAnswer, LiveSession, QuestionAnswer};
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use dsh_agent::{AbortSignal, AgentCancelCause, AgentStatus, CancelOptions, ModelSelection};
 use dsh_protocol::Message;
@@ -32,7 +30,7 @@ enum PromptMode {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PromptBody {
+pub struct PromptBody {
     text: String,
     #[serde(default)]
     mode: PromptMode,
@@ -40,16 +38,12 @@ struct PromptBody {
 
 /// `POST /api/sessions/{id}/prompt`
 pub async fn prompt(
-    State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(request): JsonBody<PromptBody>,
 ) -> Result<Response, ApiError> {
-    let request: PromptBody = body::read(&headers, body, state.config.max_body).await?;
     if request.text.trim().is_empty() {
         return Err(ApiError::BadRequest("the prompt text is empty".into()));
     }
-    let live = held(&state, &raw).await?;
     let message = Message::user_text(request.text);
     let message_id = message.id.clone();
     let agent = live.handle.agent();
@@ -66,13 +60,9 @@ pub async fn prompt(
 
 /// `POST /api/sessions/{id}/cancel`: aborts the running turn; queued prompts stay.
 pub async fn cancel(
-    State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(_): JsonBody<serde_json::Value>,
 ) -> Result<Response, ApiError> {
-    let _: serde_json::Value = body::read(&headers, body, state.config.max_body).await?;
-    let live = held(&state, &raw).await?;
     live.handle
         .agent()
         .cancel(AgentCancelCause::User, CancelOptions::keep_inbox())
@@ -83,12 +73,10 @@ pub async fn cancel(
 /// `POST /api/sessions/{id}/approvals/{approval}`
 pub async fn approval(
     State(state): State<AppState>,
-    Path((raw, approval)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    SessionPath(id): SessionPath,
+    Path((_, approval)): Path<(String, String)>,
+    JsonBody(answer): JsonBody<ApprovalAnswer>,
 ) -> Result<Response, ApiError> {
-    let answer: ApprovalAnswer = body::read(&headers, body, state.config.max_body).await?;
-    let id = session_id(&raw)?;
     // An open approval belongs to a held session; a stored one has none.
     let live = state
         .hub
@@ -101,12 +89,11 @@ pub async fn approval(
 /// `POST /api/sessions/{id}/questions/{question}`
 pub async fn question(
     State(state): State<AppState>,
-    Path((raw, question)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    SessionPath(id): SessionPath,
+    Path((_, question)): Path<(String, String)>,
+    JsonBody(answer): JsonBody<QuestionAnswer>,
 ) -> Result<Response, ApiError> {
-    let answer: QuestionAnswer = body::read(&headers, body, state.config.max_body).await?;
-    let id = session_id(&raw)?;
+    // An open question belongs to a held session; a stored one has none.
     let live = state
         .hub
         .held(&id)
@@ -118,12 +105,9 @@ pub async fn question(
 /// `POST /api/sessions/{id}/fork`: the log so far, copied into a new held session.
 pub async fn fork(
     State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(_): JsonBody<serde_json::Value>,
 ) -> Result<Response, ApiError> {
-    let _: serde_json::Value = body::read(&headers, body, state.config.max_body).await?;
-    let live = held(&state, &raw).await?;
     ensure_idle(&live)?;
     let persistence = state
         .hub
@@ -154,13 +138,9 @@ pub async fn fork(
 
 /// `POST /api/sessions/{id}/compact`: compaction now; answers when it is done.
 pub async fn compact(
-    State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(_): JsonBody<serde_json::Value>,
 ) -> Result<Response, ApiError> {
-    let _: serde_json::Value = body::read(&headers, body, state.config.max_body).await?;
-    let live = held(&state, &raw).await?;
     ensure_idle(&live)?;
     let agent = live.handle.agent().clone();
     let engine = agent
@@ -185,7 +165,7 @@ pub async fn compact(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ModelBody {
+pub struct ModelBody {
     model: String,
     #[serde(default)]
     provider: Option<String>,
@@ -194,15 +174,12 @@ struct ModelBody {
 /// `POST /api/sessions/{id}/model`: from the next step on.
 pub async fn model(
     State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(request): JsonBody<ModelBody>,
 ) -> Result<Response, ApiError> {
-    let request: ModelBody = body::read(&headers, body, state.config.max_body).await?;
     if request.model.trim().is_empty() {
         return Err(ApiError::BadRequest("the model name is empty".into()));
     }
-    let live = held(&state, &raw).await?;
     let models = state.hub.host().models();
     let provider = request
         .provider
@@ -235,19 +212,16 @@ pub async fn model(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PermissionBody {
+pub struct PermissionBody {
     preset: String,
 }
 
 /// `POST /api/sessions/{id}/permission`
 pub async fn permission(
     State(state): State<AppState>,
-    Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Body,
+    Held(live): Held,
+    JsonBody(request): JsonBody<PermissionBody>,
 ) -> Result<Response, ApiError> {
-    let request: PermissionBody = body::read(&headers, body, state.config.max_body).await?;
-    let live = held(&state, &raw).await?;
     ensure_idle(&live)?;
     let agent = live.handle.agent().clone();
     let note = state
@@ -263,4 +237,34 @@ pub async fn permission(
         StatusCode::OK,
         &value!({ "permission": now, "note": note }),
     ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TitleBody {
+    title: String,
+}
+
+/// `POST /api/sessions/{id}/title`: a person's rename, logged as `session/title` with source
+/// `user` (as `dsh sessions rename`), which pins it: no automatic title replaces it.
+pub async fn title(
+    Held(live): Held,
+    JsonBody(request): JsonBody<TitleBody>,
+) -> Result<Response, ApiError> {
+    let titles = live
+        .workspace
+        .ctx()
+        .get::<dsh_modes::title::SessionTitles>()
+        .ok_or_else(|| {
+            ApiError::Unsupported(
+                "session titles are not mounted: the `session-title` row is disabled".into(),
+            )
+        })?;
+    let renamed = titles
+        .rename(live.handle.agent().session(), &request.title)
+        .map_err(|e| match e {
+            dsh_modes::title::TitleError::Invalid => ApiError::BadRequest(e.to_string()),
+            other => ApiError::Internal(format!("renaming failed: {other} ({})", other.code())),
+        })?;
+    Ok(json(StatusCode::OK, &value!({ "title": renamed.title })))
 }

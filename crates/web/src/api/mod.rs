@@ -2,10 +2,16 @@
 //!
 //! - [`info`]: the host, workspaces, models and settings;
 //! - [`sessions`]: list, create, one session, its history and its event stream;
-//! - [`control`]: prompt, cancel, answers, fork, compact, model and permission.
+//! - [`roster`]: the host event stream (sessions appearing, changing, leaving);
+//! - [`control`]: prompt, cancel, answers, fork, compact, model, permission and rename;
+//! - [`goal`]: the session's goal, as the TUI's `/goal`;
+//! - [`extract`]: the path's session and the JSON body, as extractors.
 
 pub mod control;
+pub mod extract;
+pub mod goal;
 pub mod info;
+pub mod roster;
 pub mod sessions;
 
 use crate::config::WebConfig;

@@ -1,11 +1,9 @@
 //! Sessions: list, create, one session, its history and its event stream.
 
-use super::{json, number, query, session_id, AppState};
-use crate::body;
+use super::extract::{Held, JsonBody, SessionPath};
+use super::{json, number, query, AppState};
 use crate::error::ApiError;
-use crate::hub::LiveSession;
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use dsh_acp::AgentChoice;
@@ -31,7 +29,7 @@ pub async fn list(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CreateBody {
+pub struct CreateBody {
     #[serde(default)]
     cwd: Option<PathBuf>,
     #[serde(default)]
@@ -43,10 +41,8 @@ struct CreateBody {
 /// `POST /api/sessions`
 pub async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<CreateBody>,
 ) -> Result<Response, ApiError> {
-    let request: CreateBody = body::read(&headers, body, state.config.max_body).await?;
     if let Some(cwd) = &request.cwd {
         if !cwd.is_absolute() {
             return Err(ApiError::BadRequest(format!(
@@ -65,18 +61,8 @@ pub async fn create(
     Ok(json(StatusCode::CREATED, &value!({ "session": summary })))
 }
 
-/// The held session named by the path, resumed when only stored.
-pub async fn held(state: &AppState, raw: &str) -> Result<Arc<LiveSession>, ApiError> {
-    let id = session_id(raw)?;
-    state.hub.session(&id).await
-}
-
 /// `GET /api/sessions/{id}`
-pub async fn get(
-    State(state): State<AppState>,
-    Path(raw): Path<String>,
-) -> Result<Response, ApiError> {
-    let live = held(&state, &raw).await?;
+pub async fn get(State(state): State<AppState>, Held(live): Held) -> Result<Response, ApiError> {
     let summary = state.hub.summary(&live)?;
     let agent = live.handle.agent().clone();
     let models = state.hub.host().models();
@@ -107,6 +93,7 @@ pub async fn get(
             "lastSeq": last_seq,
             "pending": { "approvals": approvals, "questions": questions },
             "queue": queue,
+            "goal": super::goal::current(&live),
         }),
     ))
 }
@@ -152,10 +139,9 @@ pub fn page(
 /// `GET /api/sessions/{id}/history?before=SEQ|after=SEQ&limit=N`
 pub async fn history(
     State(state): State<AppState>,
-    Path(raw): Path<String>,
+    SessionPath(id): SessionPath,
     RawQuery(query_text): RawQuery,
 ) -> Result<Response, ApiError> {
-    let id = session_id(&raw)?;
     let params = query(query_text.as_deref());
     let limit = number::<usize>(&params, "limit")?
         .unwrap_or(DEFAULT_LIMIT)
@@ -219,7 +205,7 @@ pub async fn history(
 /// `GET /api/sessions/{id}/events[?after=SEQ]` (or `Last-Event-ID`)
 pub async fn events(
     State(state): State<AppState>,
-    Path(raw): Path<String>,
+    SessionPath(id): SessionPath,
     RawQuery(query_text): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -233,7 +219,7 @@ pub async fn events(
         }
     }
     let render = render_html(&params)?;
-    let live = held(&state, &raw).await?;
+    let live = state.hub.session(&id).await?;
     let after = after.and_then(|seq| u64::try_from(seq).ok());
     Ok(crate::stream::events(live, after, render, state.closing.clone()).into_response())
 }

@@ -34,6 +34,10 @@ impl Open {
         )
     }
 
+    pub(crate) fn is_waiting(&self) -> bool {
+        !self.approvals.is_empty() || !self.questions.is_empty()
+    }
+
     pub(crate) fn take_approval(&mut self, id: &str) -> Option<oneshot::Sender<ApprovalDecision>> {
         let at = self.approvals.iter().position(|s| s.id == id)?;
         Some(self.approvals.remove(at).reply)

@@ -14,7 +14,7 @@ pub struct SessionSummary {
     pub cwd: Option<String>,
     pub parent_id: Option<String>,
     pub origin: Option<String>,
-    /// `running`, `idle` or `stored`.
+    /// `running`, `waiting` (an approval or question is open), `idle` or `stored`.
     pub status: &'static str,
     pub live: bool,
     pub created_at: u64,
@@ -26,14 +26,21 @@ pub struct SessionSummary {
 
 fn status(live: Option<&LiveSession>) -> &'static str {
     match live {
+        Some(live) if live.waiting() => "waiting",
         Some(live) if live.running() => "running",
         Some(_) => "idle",
         None => "stored",
     }
 }
 
+/// A held session's latest `session/title`: its log may be ahead of the store's index.
+fn live_title(live: &LiveSession) -> Option<String> {
+    dsh_modes::title::fold_title(&live.handle.agent().session().events()).map(|t| t.title)
+}
+
 fn from_stored(stored: dsh_store::SessionSummary, live: Option<&LiveSession>) -> SessionSummary {
     let events = live.map_or(stored.events, |l| l.handle.agent().session().len());
+    let title = live.and_then(live_title).or(stored.title);
     SessionSummary {
         status: status(live),
         live: live.is_some(),
@@ -42,7 +49,7 @@ fn from_stored(stored: dsh_store::SessionSummary, live: Option<&LiveSession>) ->
             .filter(|d| *d > 0)
             .map(|_| "subagent".to_owned()),
         id: stored.id,
-        title: stored.title,
+        title,
         cwd: stored.cwd,
         parent_id: stored.parent_session,
         created_at: stored.created_at,
@@ -60,7 +67,7 @@ fn from_live(live: &LiveSession) -> SessionSummary {
     let time = session.events().last().map_or(0, |e| e.time);
     SessionSummary {
         id: live.id.as_str().to_owned(),
-        title: None,
+        title: live_title(live),
         cwd: header.cwd.clone(),
         parent_id: header
             .parent_session
