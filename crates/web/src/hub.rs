@@ -9,8 +9,10 @@
 
 mod answer;
 mod listing;
+mod stored;
 
 pub use listing::SessionSummary;
+pub use stored::Events;
 
 use crate::error::ApiError;
 use crate::host::WebHost;
@@ -126,6 +128,8 @@ struct HubInner {
     /// Serialises creating and resuming, so two clients racing share one agent.
     opening: tokio::sync::Mutex<()>,
     wired: Mutex<HashMap<PathBuf, Wired>>,
+    /// The last stored (not held) log `history` read.
+    stored_logs: stored::StoredLogs,
 }
 
 /// The sessions this server holds; cheap to clone.
@@ -149,6 +153,7 @@ impl Hub {
                 live: Mutex::new(HashMap::new()),
                 opening: tokio::sync::Mutex::new(()),
                 wired: Mutex::new(HashMap::new()),
+                stored_logs: stored::StoredLogs::default(),
             }),
         };
         hub.wire(&workspace)?;
