@@ -13,7 +13,7 @@
 //! The binary is `dsh` beside this program (`cargo build --release -p dsh-cli -p
 //! dsh-bench`), or `$DSH_BIN`.
 
-use crate::stats::{report, summarize};
+use crate::stats::summarize;
 use dsh_testkit::mock_llm::{MockServer, Reply, RuleMatch, Script};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -52,6 +52,13 @@ fn script() -> Script {
             Reply::text("w ".repeat(STREAM_CHUNKS)).chunks(STREAM_CHUNKS),
         )
         .respond(Reply::text("ok"))
+}
+
+/// KiB, from `/proc/PID/status`.
+#[derive(Clone, Copy)]
+struct Memory {
+    rss: u64,
+    hwm: u64,
 }
 
 /// One `dsh web` process.
@@ -174,15 +181,21 @@ impl Web {
         }
     }
 
-    fn rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-            })
-            .unwrap_or(0)
+    /// The server's resident set and its high-water mark (`/proc/PID/status`).
+    fn memory(&self) -> Memory {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+                .unwrap_or(0)
+        };
+        Memory {
+            rss: field("VmRSS:"),
+            hwm: field("VmHWM:"),
+        }
     }
 }
 
@@ -205,14 +218,15 @@ fn time<T>(work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<Duration>
     Ok(started.elapsed())
 }
 
-/// Reads one client's stream until `turn/end`; each event's lag in ms, in order.
+/// Reads one client's stream: the replayed history up to seq `last` (then it signals
+/// `caught_up`), then the live events until `turn/end`; each live event's lag in ms, in order.
 fn watch(
     port: u16,
     token: String,
     id: String,
-    from_seq: u64,
-    ready: std::sync::mpsc::Sender<()>,
-) -> anyhow::Result<Vec<u64>> {
+    last: u64,
+    caught_up: std::sync::mpsc::Sender<()>,
+) -> anyhow::Result<Vec<(String, u64)>> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     write!(
         stream,
@@ -221,15 +235,10 @@ fn watch(
     let mut reader = BufReader::new(stream);
     let mut lags = Vec::new();
     let mut line = String::new();
-    let mut announced = false;
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 {
             anyhow::bail!("the stream ended");
-        }
-        if !announced && line.starts_with("event: status") {
-            announced = true;
-            let _ = ready.send(());
         }
         let Some(data) = line.strip_prefix("data: ") else {
             continue;
@@ -237,21 +246,144 @@ fn watch(
         let Ok(event) = serde_json::from_str::<Value>(data.trim()) else {
             continue;
         };
-        let Some(time) = event["time"].as_u64() else {
+        let (Some(seq), Some(time)) = (event["seq"].as_u64(), event["time"].as_u64()) else {
             continue;
         };
-        if event["seq"].as_u64().is_none_or(|seq| seq < from_seq) {
+        if seq <= last {
+            // The replayed history: its lag is its age. Its last event is the marker.
+            if seq == last {
+                let _ = caught_up.send(());
+            }
             continue;
         }
-        lags.push(now_ms().saturating_sub(time));
+        let kind = event["type"].as_str().unwrap_or_default().to_owned();
+        lags.push((kind, now_ms().saturating_sub(time)));
         if event["type"] == "turn/end" {
             return Ok(lags);
         }
     }
 }
 
+/// Median, p90 and max of `samples`, on one line.
+fn report_with_max(case: &str, samples: Vec<Duration>) {
+    let max = samples.iter().copied().max().unwrap_or_default();
+    let summary = summarize(samples);
+    println!(
+        "{case:<44} median {:>10.3?}  p90 {:>10.3?}  max {:>10.3?}  ({} samples)",
+        summary.median, summary.p90, max, summary.samples
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {BENCH}");
+}
+
 fn mean(values: &[u64]) -> f64 {
     values.iter().sum::<u64>() as f64 / values.len().max(1) as f64
+}
+
+/// The 20-client stream: every client replays the history first (the live turn starts
+/// only once each has seen the history's last event), then the live events' lags.
+fn stream_to_clients(web: &Web, id: &str, last: u64) -> anyhow::Result<()> {
+    let (caught_up_tx, caught_up) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    let watchers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (port, token, id, caught_up) = (
+                web.port,
+                web.token.clone(),
+                id.to_owned(),
+                caught_up_tx.clone(),
+            );
+            std::thread::spawn(move || watch(port, token, id, last, caught_up))
+        })
+        .collect();
+    for _ in 0..CLIENTS {
+        caught_up.recv_timeout(Duration::from_secs(120))?;
+    }
+    println!(
+        "{CLIENTS} clients replayed the {}-event history in {:.0?} (all caught up before the live turn)",
+        last + 1,
+        started.elapsed()
+    );
+    let live_started = Instant::now();
+    web.json(
+        "POST",
+        &format!("/api/sessions/{id}/prompt"),
+        Some(&json!({"text": "STREAM"})),
+    )?;
+    let mut live_events = 0;
+    let mut all = Vec::new();
+    let mut chunks = Vec::new();
+    let mut closing: Vec<(String, u64)> = Vec::new();
+    for watcher in watchers {
+        let live = watcher
+            .join()
+            .map_err(|_| anyhow::anyhow!("a client panicked"))??;
+        anyhow::ensure!(live.len() >= 10, "a client saw {} live events", live.len());
+        live_events = live.len();
+        all.push(live.iter().map(|(_, lag)| *lag).collect::<Vec<_>>());
+        // What follows the last chunk closes the message and the turn.
+        let last_chunk = live
+            .iter()
+            .rposition(|(kind, _)| kind == "assistant/chunk")
+            .unwrap_or(live.len() - 1);
+        chunks.push(
+            live[..=last_chunk]
+                .iter()
+                .filter(|(kind, _)| kind == "assistant/chunk")
+                .map(|(_, lag)| *lag)
+                .collect::<Vec<_>>(),
+        );
+        closing.extend(live[last_chunk + 1..].iter().cloned());
+    }
+    let elapsed = live_started.elapsed();
+    println!(
+        "{CLIENTS} clients x {live_events} live events ({STREAM_CHUNKS} chunks) in {elapsed:.0?}"
+    );
+    growth("every live event", &all);
+    growth("the streamed chunks (assistant/chunk)", &chunks);
+    let mut kinds: Vec<String> = closing.iter().map(|(kind, _)| kind.clone()).collect();
+    kinds.dedup();
+    println!(
+        "    after the last chunk: {} (mean lag {:.1} ms, max {} ms)",
+        kinds.join(", "),
+        mean(&closing.iter().map(|(_, lag)| *lag).collect::<Vec<_>>()),
+        closing.iter().map(|(_, lag)| *lag).max().unwrap_or(0)
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {BENCH}");
+    Ok(())
+}
+
+/// Lag across the clients: percentiles, the first tenth against the last (each client's,
+/// averaged), and the mean by tenth.
+fn growth(what: &str, clients: &[Vec<u64>]) {
+    let mut every: Vec<u64> = clients.iter().flatten().copied().collect();
+    every.sort_unstable();
+    let at = |q: f64| every[((every.len() - 1) as f64 * q).round() as usize];
+    let mut deciles = [0f64; 10];
+    let (mut early, mut late) = (0f64, 0f64);
+    for lags in clients {
+        let tenth = (lags.len() / 10).max(1);
+        early += mean(&lags[..tenth]) / clients.len() as f64;
+        late += mean(&lags[lags.len() - tenth..]) / clients.len() as f64;
+        for (d, slot) in deciles.iter_mut().enumerate() {
+            let slice = &lags[(d * tenth).min(lags.len())..((d + 1) * tenth).min(lags.len())];
+            *slot += mean(slice) / clients.len() as f64;
+        }
+    }
+    println!(
+        "  {what}: lag median {} ms, p90 {} ms, max {} ms; mean first tenth {early:.1} ms, last tenth {late:.1} ms ({})",
+        at(0.5),
+        at(0.9),
+        at(1.0),
+        if late > early * 1.5 + 1.0 { "grows" } else { "no growth" },
+    );
+    println!(
+        "    by tenth: {}",
+        deciles
+            .iter()
+            .map(|d| format!("{d:.1}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -265,11 +397,13 @@ pub fn run() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
     let workspace = tempfile::tempdir()?;
     let web = Web::start(&dsh, &base_url, home.path(), workspace.path())?;
-    let fresh_rss = web.rss_kib();
+    let fresh = web.memory();
 
-    // First byte of the page.
+    // First byte of the page (the real one: HTML, script and style are compiled in).
+    let (status, page) = web.request("GET", "/", None)?;
+    anyhow::ensure!(status == 200, "GET /: {status}");
     let mut first_byte = Vec::new();
-    for _ in 0..50 {
+    for _ in 0..200 {
         let started = Instant::now();
         let mut stream = TcpStream::connect(("127.0.0.1", web.port))?;
         write!(
@@ -283,10 +417,12 @@ pub fn run() -> anyhow::Result<()> {
         let mut rest = Vec::new();
         stream.read_to_end(&mut rest)?;
     }
-    report(
-        BENCH,
-        "first byte of GET / (budget <= 30 ms)",
-        &summarize(first_byte),
+    report_with_max(
+        &format!(
+            "first byte of GET / ({} B page) (budget <= 30 ms)",
+            page.len()
+        ),
+        first_byte,
     );
 
     // History of a 10k-event session.
@@ -297,104 +433,115 @@ pub fn run() -> anyhow::Result<()> {
         .unwrap_or(0);
     println!("history session: {} events", last + 1);
     let tail = format!("/api/sessions/{id}/history?limit=200");
+    let tail_html = format!("/api/sessions/{id}/history?limit=300&render=html");
     let mut held_tail = Vec::new();
+    let mut held_tail_html = Vec::new();
     let mut held_all = Vec::new();
     for _ in 0..30 {
         held_tail.push(time(|| web.request("GET", &tail, None))?);
-        held_all.push(time(|| {
-            let mut after: i64 = -1;
-            loop {
-                let page = web.json(
-                    "GET",
-                    &format!("/api/sessions/{id}/history?after={after}&limit=2000"),
-                    None,
-                )?;
-                let events = page["events"].as_array().map_or(0, Vec::len);
-                after += events as i64;
-                if page["hasMore"] != true {
-                    return Ok(());
-                }
-            }
-        })?);
+        held_tail_html.push(time(|| web.request("GET", &tail_html, None))?);
+        held_all.push(time(|| whole_history(&web, &id))?);
     }
-    report(
-        BENCH,
+    report_with_max(
         "history tail page (200) of 10k, held (budget <= 30 ms)",
-        &summarize(held_tail),
+        held_tail,
     );
-    report(
-        BENCH,
-        "whole 10k history in 2,000-event pages, held",
-        &summarize(held_all),
+    report_with_max(
+        "tail page (300, render=html) as the page asks",
+        held_tail_html,
     );
+    report_with_max("whole 10k history in 2,000-event pages, held", held_all);
 
     // 20 clients on one session while 2,000 chunks stream.
-    let (ready_tx, ready) = std::sync::mpsc::channel();
-    let watchers: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let (port, token, id, ready) =
-                (web.port, web.token.clone(), id.clone(), ready_tx.clone());
-            std::thread::spawn(move || watch(port, token, id, last + 1, ready))
-        })
-        .collect();
-    for _ in 0..CLIENTS {
-        ready.recv_timeout(Duration::from_secs(30))?;
-    }
-    // Each client first replays the 10k-event history; the live part is what is measured.
-    std::thread::sleep(Duration::from_secs(2));
-    web.json(
-        "POST",
-        &format!("/api/sessions/{id}/prompt"),
-        Some(&json!({"text": "STREAM"})),
-    )?;
-    let mut early = Vec::new();
-    let mut late = Vec::new();
-    let mut worst = 0;
-    for watcher in watchers {
-        let lags = watcher
-            .join()
-            .map_err(|_| anyhow::anyhow!("a client panicked"))??;
-        // Only the events of the new turn (the replayed history's lag is its age).
-        let live = lags;
-        anyhow::ensure!(!live.is_empty(), "a client saw no live event");
-        let tenth = (live.len() / 10).max(1);
-        early.push(mean(&live[..tenth]));
-        late.push(mean(&live[live.len().saturating_sub(tenth)..]));
-        worst = worst.max(live.iter().copied().max().unwrap_or(0));
-    }
-    println!(
-        "{CLIENTS} clients x {STREAM_CHUNKS} chunks: mean lag first tenth {:.1} ms, last tenth {:.1} ms, worst {worst} ms",
-        early.iter().sum::<f64>() / early.len() as f64,
-        late.iter().sum::<f64>() / late.len() as f64,
-    );
-    println!("    command: cargo run --release -p dsh-bench -- {BENCH}");
+    stream_to_clients(&web, &id, last)?;
 
-    // 50 idle sessions.
-    let before = web.rss_kib();
+    // 50 idle sessions, created here (each ran one short turn).
+    let before = web.memory();
+    let mut idle = Vec::new();
     for _ in 0..IDLE_SESSIONS {
         let id = web.create()?;
         web.turn(&id, "hello")?;
+        idle.push(id);
     }
-    let after = web.rss_kib();
+    let after = web.memory();
     println!(
-        "RSS: fresh server {fresh_rss} KiB; before the idle sessions {before} KiB; with {IDLE_SESSIONS} more idle sessions {after} KiB ({:.0} KiB each)",
-        (after.saturating_sub(before)) as f64 / IDLE_SESSIONS as f64
+        "RSS, created: fresh server {} KiB; after the streams {} KiB (HWM {}); with {IDLE_SESSIONS} more idle sessions {} KiB (HWM {}), {:.0} KiB each",
+        fresh.rss,
+        before.rss,
+        before.hwm,
+        after.rss,
+        after.hwm,
+        after.rss.saturating_sub(before.rss) as f64 / IDLE_SESSIONS as f64
     );
     println!("    command: cargo run --release -p dsh-bench -- {BENCH}");
     drop(web);
 
-    // The same history from disk: a fresh server that does not hold the session.
+    // A fresh server that holds nothing: the 50 idle sessions resumed (held in the hub),
+    // then the 10k history read from disk (not held).
     let web = Web::start(&dsh, &base_url, home.path(), workspace.path())?;
+    let fresh = web.memory();
+    // The first resume pays one-off costs (the workspace's tools, the model client);
+    // the other 49 are the per-session figure.
+    let mut resume = vec![time(|| {
+        web.json("GET", &format!("/api/sessions/{}", idle[0]), None)
+    })?];
+    let warm = web.memory();
+    for id in &idle[1..] {
+        resume.push(time(|| {
+            web.json("GET", &format!("/api/sessions/{id}"), None)
+        })?);
+    }
+    let listed = web.json("GET", "/api/sessions", None)?;
+    let held = listed["sessions"]
+        .as_array()
+        .map_or(0, |all| all.iter().filter(|s| s["live"] == true).count());
+    std::thread::sleep(Duration::from_secs(1));
+    let after = web.memory();
+    report_with_max("resume one idle session (GET /api/sessions/ID)", resume);
+    println!(
+        "RSS, resumed: fresh server {} KiB (HWM {}); one idle session resumed {} KiB; all {IDLE_SESSIONS} resumed ({held} held) {} KiB (HWM {}), {:.0} KiB per session after the first",
+        fresh.rss,
+        fresh.hwm,
+        warm.rss,
+        after.rss,
+        after.hwm,
+        after.rss.saturating_sub(warm.rss) as f64 / (IDLE_SESSIONS - 1) as f64
+    );
+    println!("    command: cargo run --release -p dsh-bench -- {BENCH}");
     let mut stored_tail = Vec::new();
-    for _ in 0..15 {
+    let mut stored_all = Vec::new();
+    for _ in 0..30 {
         stored_tail.push(time(|| web.request("GET", &tail, None))?);
     }
-    report(
-        BENCH,
-        "history tail page (200) of 10k, stored",
-        &summarize(stored_tail),
-    );
+    for _ in 0..5 {
+        stored_all.push(time(|| whole_history(&web, &id))?);
+    }
+    report_with_max("history tail page (200) of 10k, stored", stored_tail);
+    report_with_max("whole 10k history in 2,000-event pages, stored", stored_all);
+    // Opening it as the page does: the detail (which resumes it) and the tail page.
+    let opened = time(|| {
+        web.json("GET", &format!("/api/sessions/{id}"), None)?;
+        web.request("GET", &tail_html, None)
+    })?;
+    println!("open the stored 10k session as the page does (resume + tail page): {opened:.1?}");
     drop(web);
     runtime.block_on(server.shutdown());
     Ok(())
+}
+
+/// Reads the whole log in pages of 2,000 (the most a page holds).
+fn whole_history(web: &Web, id: &str) -> anyhow::Result<()> {
+    let mut after: i64 = -1;
+    loop {
+        let page = web.json(
+            "GET",
+            &format!("/api/sessions/{id}/history?after={after}&limit=2000"),
+            None,
+        )?;
+        let events = page["events"].as_array().map_or(0, Vec::len);
+        after += events as i64;
+        if page["hasMore"] != true {
+            return Ok(());
+        }
+    }
 }

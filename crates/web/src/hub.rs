@@ -9,8 +9,10 @@
 
 mod answer;
 mod listing;
+mod stored;
 
 pub use listing::SessionSummary;
+pub use stored::Events;
 
 use crate::error::ApiError;
 use crate::host::WebHost;
@@ -145,6 +147,8 @@ struct HubInner {
     opening: tokio::sync::Mutex<()>,
     wired: Mutex<HashMap<PathBuf, Wired>>,
     roster: Arc<Roster>,
+    /// The last stored (not held) log `history` read.
+    stored_logs: stored::StoredLogs,
 }
 
 /// The sessions this server holds; cheap to clone.
@@ -169,6 +173,7 @@ impl Hub {
                 opening: tokio::sync::Mutex::new(()),
                 wired: Mutex::new(HashMap::new()),
                 roster: Arc::new(Roster::new()),
+                stored_logs: stored::StoredLogs::default(),
             }),
         };
         hub.wire(&workspace)?;

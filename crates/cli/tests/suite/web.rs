@@ -651,6 +651,55 @@ async fn a_session_survives_the_server_killed_mid_turn() {
     server.shutdown().await;
 }
 
+/// A stored session's history is read without resuming it; the log read for one page is
+/// kept for the next, but a session another process appends to is read afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_sessions_history_follows_appends_from_another_process() {
+    let server = serve(
+        Script::new()
+            .rule(rule("SECOND"), Reply::text("second seen"))
+            .respond(Reply::text("first seen")),
+    )
+    .await;
+    let sandbox = Sandbox::new().with_server(&server);
+    let out = sandbox.dsh(&["run", "FIRST"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut web = Web::start(&sandbox, &[]);
+    let listed = web.get("/api/sessions").await.json();
+    let id = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let page = |query: &'static str| {
+        let (web, id) = (&web, &id);
+        async move {
+            web.get(&format!("/api/sessions/{id}/history?{query}"))
+                .await
+                .json()
+        }
+    };
+    let first = page("limit=2000").await;
+    let count = first["events"].as_array().unwrap().len();
+    assert_eq!(first["lastSeq"], json!(count - 1));
+    // Paging reads the kept log: the same events.
+    let older = page("before=2&limit=2").await;
+    assert_eq!(
+        older["events"],
+        json!(first["events"].as_array().unwrap()[..2])
+    );
+
+    let out = sandbox.dsh(&["run", "--resume", &id, "SECOND"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = page("limit=2000").await;
+    let events = after["events"].as_array().unwrap();
+    let stored = sandbox.events(&id);
+    assert_eq!(events.len(), stored.len());
+    assert!(events.len() > count);
+    assert!(after["events"].to_string().contains("second seen"));
+    // Still only read: the session is not held.
+    let listed = web.get("/api/sessions").await.json();
+    assert_eq!(listed["sessions"][0]["status"], "stored");
+    assert_eq!(web.stop(), Some(0));
+    server.shutdown().await;
+}
+
 /// Launch refusals: a public bind without --allow-remote, a bad trusted host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_flags_are_checked() {

@@ -158,22 +158,14 @@ pub async fn history(
         (None, Some(seq)) => Page::After(u64::try_from(seq).ok()),
         (None, None) => Page::Tail,
     };
-    // A held session's log is in memory; a stored one is read, never resumed.
+    // A held session's log is in memory; a stored one is read (or kept from the last
+    // read), never resumed.
     let events: Arc<[Arc<SessionEvent>]> = match state.hub.held(&id) {
         Some(live) => live.handle.agent().session().events(),
-        None => {
-            if state.hub.stored_summary(&id)?.is_none() {
-                return Err(ApiError::SessionNotFound(id.as_str().to_owned()));
-            }
-            let persistence = state
-                .hub
-                .persistence()
-                .ok_or_else(|| ApiError::SessionNotFound(id.as_str().to_owned()))?;
-            let stored = persistence
-                .load(&id)
-                .map_err(|e| ApiError::Internal(format!("reading the session log failed: {e}")))?;
-            stored.events.into()
-        }
+        None => state
+            .hub
+            .stored_events(&id)?
+            .ok_or_else(|| ApiError::SessionNotFound(id.as_str().to_owned()))?,
     };
     let render = render_html(&params)?;
     let (slice, has_more) = page(&events, which, limit);
