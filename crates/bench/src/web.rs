@@ -51,7 +51,10 @@ fn script() -> Script {
             RuleMatch::any().last_message_contains("STREAM"),
             Reply::text("w ".repeat(STREAM_CHUNKS)).chunks(STREAM_CHUNKS),
         )
-        .respond(Reply::text("ok"))
+        // Every other request (the idle sessions' one-line turns, their titles) gets a
+        // short answer; a one-shot `respond` would leave the second request unanswered
+        // and the agent retrying with backoff.
+        .rule(RuleMatch::any(), Reply::text("ok"))
 }
 
 /// KiB, from `/proc/PID/status`.
