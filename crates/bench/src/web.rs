@@ -316,6 +316,8 @@ fn stream_to_clients(web: &Web, id: &str, last: u64) -> anyhow::Result<()> {
     let mut all = Vec::new();
     let mut chunks = Vec::new();
     let mut closing: Vec<(String, u64)> = Vec::new();
+    // The closing events' kinds as one client saw them (every client sees the same ones).
+    let mut closing_kinds: Vec<String> = Vec::new();
     for watcher in watchers {
         let live = watcher
             .join()
@@ -335,6 +337,12 @@ fn stream_to_clients(web: &Web, id: &str, last: u64) -> anyhow::Result<()> {
                 .map(|(_, lag)| *lag)
                 .collect::<Vec<_>>(),
         );
+        if closing_kinds.is_empty() {
+            closing_kinds = live[last_chunk + 1..]
+                .iter()
+                .map(|(kind, _)| kind.clone())
+                .collect();
+        }
         closing.extend(live[last_chunk + 1..].iter().cloned());
     }
     let elapsed = live_started.elapsed();
@@ -343,11 +351,9 @@ fn stream_to_clients(web: &Web, id: &str, last: u64) -> anyhow::Result<()> {
     );
     growth("every live event", &all);
     growth("the streamed chunks (assistant/chunk)", &chunks);
-    let mut kinds: Vec<String> = closing.iter().map(|(kind, _)| kind.clone()).collect();
-    kinds.dedup();
     println!(
         "    after the last chunk: {} (mean lag {:.1} ms, max {} ms)",
-        kinds.join(", "),
+        closing_kinds.join(", "),
         mean(&closing.iter().map(|(_, lag)| *lag).collect::<Vec<_>>()),
         closing.iter().map(|(_, lag)| *lag).max().unwrap_or(0)
     );
