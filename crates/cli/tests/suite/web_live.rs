@@ -158,7 +158,13 @@ async fn the_host_stream_follows_sessions_here_and_in_other_processes() {
         .filter(|d| d["fields"].as_array().unwrap().contains(&json!("title")))
         .map(|d| &d["session"]["title"])
         .collect();
-    assert_eq!(titled, [&json!("WRITE the note"), &json!("Model title")]);
+    // The fallback title (the first prompt) and the model's can land within one rescan
+    // (40 ms) of each other; either way the changes end with the model's title.
+    let (fallback, model) = (json!("WRITE the note"), json!("Model title"));
+    assert!(
+        titled == [&fallback, &model] || titled == [&model],
+        "{titled:?}"
+    );
 
     // A rename is one `title` change.
     let renamed = web
@@ -183,18 +189,25 @@ async fn the_host_stream_follows_sessions_here_and_in_other_processes() {
     let run = sandbox.dsh(&["run", "from a terminal"]).await;
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
     let other = session_of(&run);
-    let frame = host
-        .until(|f| about(f, &other).is_some())
+    // A rescan can fall while that process is still writing (one is due 40 ms after the
+    // rename above), so the session may first appear with the title it had then; it
+    // appears once, as created and stored, and its frames end with the model's title.
+    let frames: Vec<Value> = host
+        .until(|f| about(f, &other).is_some_and(|d| d["session"]["title"] == "Model title"))
         .await
-        .pop()
-        .unwrap();
+        .iter()
+        .filter_map(|f| about(f, &other).cloned())
+        .collect();
     assert_eq!(
         (
-            frame.data["change"].clone(),
-            frame.data["session"]["status"].clone(),
-            frame.data["session"]["title"].clone()
+            frames[0]["change"].clone(),
+            frames[0]["session"]["status"].clone()
         ),
-        (json!("created"), json!("stored"), json!("Model title"))
+        (json!("created"), json!("stored"))
+    );
+    assert!(
+        frames[1..].iter().all(|f| f["change"] == "updated"),
+        "{frames:#?}"
     );
     delete_stored(&sandbox.sessions_root(), &other);
     let gone = host
