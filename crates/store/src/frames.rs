@@ -19,11 +19,28 @@ use crate::error::FrameLocation;
 const LEVEL: i32 = 3;
 const OUT_CHUNK: usize = 64 * 1024;
 
+thread_local! {
+    /// One compression context per writing thread, kept between batches: creating one
+    /// (allocating and clearing its tables) cost more than compressing a step's small
+    /// batch. The frames are the same bytes either way (same level and parameters).
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Compresses `text` into one checksummed frame.
 pub(crate) fn encode_frame(text: &[u8]) -> io::Result<Vec<u8>> {
-    let mut compressor = zstd::bulk::Compressor::new(LEVEL)?;
-    compressor.set_parameter(CParameter::ChecksumFlag(true))?;
-    compressor.compress(text)
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(io::Error::other)?;
+        let compressor = match slot.as_mut() {
+            Some(compressor) => compressor,
+            None => {
+                let mut compressor = zstd::bulk::Compressor::new(LEVEL)?;
+                compressor.set_parameter(CParameter::ChecksumFlag(true))?;
+                slot.insert(compressor)
+            }
+        };
+        compressor.compress(text)
+    })
 }
 
 /// How the byte stream after the last decoded frame looks.
