@@ -202,7 +202,8 @@ fn register_prompt_parts(
     prompt
         .tools(ctx, move |ac| {
             let scope = ac.scope.as_ref();
-            ToolProvision::new(tools.schemas(scope)).with_known_names(tools.names(scope))
+            // Every visible name is a schema's; nothing hidden needs naming here.
+            ToolProvision::new(tools.schemas(scope))
         })
         .map_err(prompt_error)?
         .forget();

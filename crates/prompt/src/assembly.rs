@@ -155,6 +155,8 @@ impl Collected {
         };
 
         let mut tools = Vec::new();
+        // The known names only matter to a configured order (to tell a typo from a hidden
+        // tool); without one, every step would copy them for nothing.
         let mut known = BTreeSet::new();
         for provider in &plan.tools {
             let provision = provider(context);
@@ -167,7 +169,9 @@ impl Collected {
                 if name == UNLISTED_TOOLS {
                     return Err(PromptError::ReservedToolName { name: name.clone() });
                 }
-                known.insert(name.clone());
+                if tool_order.is_some() {
+                    known.insert(name.clone());
+                }
             }
             tools.extend(provision.schemas);
         }

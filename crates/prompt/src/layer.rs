@@ -143,11 +143,11 @@ impl Plan {
     }
 }
 
-fn upsert<T>(items: &mut Vec<T>, index: &mut HashMap<String, usize>, name: &str, value: T) {
+fn upsert<'a, T>(items: &mut Vec<T>, index: &mut HashMap<&'a str, usize>, name: &'a str, value: T) {
     match index.get(name) {
         Some(&at) => items[at] = value,
         None => {
-            index.insert(name.to_owned(), items.len());
+            index.insert(name, items.len());
             items.push(value);
         }
     }

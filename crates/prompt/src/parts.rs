@@ -36,7 +36,8 @@ type TextFn = dyn Fn(&AssembleContext) -> String + Send + Sync;
 /// Either way the result is a template; `{{name}}` references are resolved when rendering.
 #[derive(Clone)]
 pub enum PromptText {
-    Static(String),
+    /// Shared: every assembly copies the registered parts, so a fixed text is a count bump.
+    Static(Arc<str>),
     Dynamic(Arc<TextFn>),
 }
 
@@ -48,7 +49,7 @@ impl PromptText {
 
     pub(crate) fn resolve(&self, context: &AssembleContext) -> String {
         match self {
-            Self::Static(text) => text.clone(),
+            Self::Static(text) => String::from(&**text),
             Self::Dynamic(f) => f(context),
         }
     }
@@ -65,13 +66,13 @@ impl fmt::Debug for PromptText {
 
 impl From<&str> for PromptText {
     fn from(text: &str) -> Self {
-        Self::Static(text.to_owned())
+        Self::Static(Arc::from(text))
     }
 }
 
 impl From<String> for PromptText {
     fn from(text: String) -> Self {
-        Self::Static(text)
+        Self::Static(Arc::from(text))
     }
 }
 

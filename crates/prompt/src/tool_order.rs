@@ -61,6 +61,12 @@ impl From<ToolOrder> for Vec<String> {
 /// Compares by UTF-16 code units, the order the original's default sort produces, so tool
 /// lists match byte for byte even for names outside the Basic Multilingual Plane.
 fn code_unit_cmp(a: &str, b: &str) -> Ordering {
+    // Below U+10000 the UTF-16 order is the code point order, which is UTF-8's byte order;
+    // only a four-byte sequence (lead byte 0xF0 and up) can sort differently.
+    let astral = |s: &str| s.bytes().any(|b| b >= 0xF0);
+    if !astral(a) && !astral(b) {
+        return a.as_bytes().cmp(b.as_bytes());
+    }
     a.encode_utf16().cmp(b.encode_utf16())
 }
 

@@ -77,7 +77,15 @@ impl Layer {
 struct Layers {
     global: Layer,
     scoped: HashMap<ScopeKey, Layer>,
+    /// Views already built, per scope, until the next mutation. Every step asks for its
+    /// scope's view (the prompt lists the tools), and rebuilding it (the scope chain, a name
+    /// map, the restrictions) cost more than everything else the registry does in a step.
+    views: HashMap<Option<ScopeKey>, Arc<[Arc<Registered>]>>,
 }
+
+/// Views kept at most; a registry serving more scopes than this between two mutations
+/// starts over rather than grow.
+const MAX_CACHED_VIEWS: usize = 256;
 
 impl Layers {
     fn layer_mut(&mut self, scope: Option<&ScopeKey>) -> &mut Layer {
@@ -115,7 +123,20 @@ impl Layers {
         view.owned()
     }
 
-    fn view(&self, scope: Option<&ScopeKey>) -> Vec<Arc<Registered>> {
+    /// [`build_view`](Self::build_view), kept until the next mutation.
+    fn view(&mut self, scope: Option<&ScopeKey>) -> Arc<[Arc<Registered>]> {
+        if let Some(view) = self.views.get(&scope.cloned()) {
+            return Arc::clone(view);
+        }
+        let view: Arc<[Arc<Registered>]> = self.build_view(scope).into();
+        if self.views.len() >= MAX_CACHED_VIEWS {
+            self.views.clear();
+        }
+        self.views.insert(scope.cloned(), Arc::clone(&view));
+        view
+    }
+
+    fn build_view(&self, scope: Option<&ScopeKey>) -> Vec<Arc<Registered>> {
         let (ancestors, own) = self.chain(scope);
         let restrictions: Vec<&Restriction> = ancestors
             .iter()
@@ -356,7 +377,7 @@ impl ToolRuntime {
         lock(&self.inner.layers).guards(scope)
     }
 
-    fn view(&self, scope: Option<&ScopeKey>) -> Vec<Arc<Registered>> {
+    fn view(&self, scope: Option<&ScopeKey>) -> Arc<[Arc<Registered>]> {
         lock(&self.inner.layers).view(scope)
     }
 
@@ -380,6 +401,7 @@ impl ToolRuntime {
             };
             let insert = prepare(current)?;
             insert(layers.layer_mut(scope.as_ref()), id);
+            layers.views.clear();
         }
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let undo_scope = scope.clone();
@@ -398,6 +420,7 @@ impl Inner {
     fn remove(&self, scope: Option<ScopeKey>, id: u64) {
         {
             let mut layers = lock(&self.layers);
+            layers.views.clear();
             match &scope {
                 None => layers.global.remove(id),
                 Some(key) => {
