@@ -70,11 +70,119 @@ pub(crate) struct DecodedFrame<'a> {
 
 /// Decodes every frame of a log in order, handing each to `visit`, and stops at the first
 /// damage; returns how the data after the last frame looks.
+///
+/// A large log is decoded on a second thread while the caller's thread takes the text it
+/// has already got (see [`visit_frames_pipelined`]); the visitor sees the same frames, in
+/// the same order, either way.
 pub(crate) fn visit_frames(
     data: &[u8],
     visit: impl FnMut(DecodedFrame<'_>),
 ) -> io::Result<FramesEnd> {
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if data.len() >= PIPELINE_MIN_BYTES && parallel {
+        return visit_frames_pipelined(data, visit);
+    }
     visit_frames_with(FrameDecoder::new(true)?, data, visit)
+}
+
+/// Compressed size from which a log is decoded on a second thread: below it, starting the
+/// thread costs about what decoding on the reader's own thread does.
+const PIPELINE_MIN_BYTES: usize = 128 * 1024;
+
+/// Decoded text handed over per batch: small logs' frames are a few hundred bytes each,
+/// and one hand-over per frame would cost more than it saves.
+const BATCH_TEXT_BYTES: usize = 128 * 1024;
+
+/// Batches in flight between the threads; with the one being filled and the one being
+/// read, at most four batches of text are held at once.
+const BATCHES_IN_FLIGHT: usize = 2;
+
+/// Decoded frames gathered for one hand-over.
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    /// Each frame's location, span of `text` and completeness.
+    frames: Vec<(FrameLocation, std::ops::Range<usize>, bool)>,
+}
+
+enum HandOver {
+    Frames(Batch),
+    End(io::Result<FramesEnd>),
+}
+
+/// [`visit_frames`] as a two-stage pipeline: a scoped thread decodes the frames into
+/// batches, the caller's thread visits them. On two cores the zstd work (about a third of
+/// reading a log) leaves the reader's path. If the thread cannot be started, the frames
+/// are decoded inline.
+fn visit_frames_pipelined(
+    data: &[u8],
+    mut visit: impl FnMut(DecodedFrame<'_>),
+) -> io::Result<FramesEnd> {
+    use std::sync::mpsc;
+    std::thread::scope(|scope| {
+        let (send, receive) = mpsc::sync_channel::<HandOver>(BATCHES_IN_FLIGHT);
+        let (recycle, reuse) = mpsc::channel::<Batch>();
+        let decoder = std::thread::Builder::new()
+            .name("dsh-zstd-read".into())
+            .spawn_scoped(scope, move || decode_batches(data, &send, &reuse));
+        if decoder.is_err() {
+            return visit_frames_with(FrameDecoder::new(true)?, data, visit);
+        }
+        for handed in receive {
+            match handed {
+                HandOver::Frames(batch) => {
+                    for (location, span, complete) in &batch.frames {
+                        visit(DecodedFrame {
+                            location: *location,
+                            text: batch.text.get(span.clone()).unwrap_or_default(),
+                            complete: *complete,
+                        });
+                    }
+                    // The decoder may have finished already; then the batch is dropped.
+                    let _ = recycle.send(batch);
+                }
+                HandOver::End(end) => return end,
+            }
+        }
+        Err(io::Error::other("the zstd decoding thread stopped early"))
+    })
+}
+
+/// The decoding stage: every frame into batches, then the end.
+fn decode_batches(
+    data: &[u8],
+    send: &std::sync::mpsc::SyncSender<HandOver>,
+    reuse: &std::sync::mpsc::Receiver<Batch>,
+) {
+    let fresh = || {
+        reuse
+            .try_recv()
+            .map(|mut batch| {
+                batch.text.clear();
+                batch.frames.clear();
+                batch
+            })
+            .unwrap_or_default()
+    };
+    let mut batch = fresh();
+    // A send fails only when the reader is gone; it then drops everything anyway.
+    let end = FrameDecoder::new(true).and_then(|decoder| {
+        visit_frames_with(decoder, data, |frame| {
+            let start = batch.text.len();
+            batch.text.extend_from_slice(frame.text);
+            batch
+                .frames
+                .push((frame.location, start..batch.text.len(), frame.complete));
+            if batch.text.len() >= BATCH_TEXT_BYTES {
+                let full = std::mem::replace(&mut batch, fresh());
+                let _ = send.send(HandOver::Frames(full));
+            }
+        })
+    });
+    if !batch.frames.is_empty() {
+        let _ = send.send(HandOver::Frames(batch));
+    }
+    let _ = send.send(HandOver::End(end));
 }
 
 fn visit_frames_with(
@@ -425,6 +533,46 @@ mod tests {
             let fast = outline(FrameDecoder::new(true).unwrap(), data);
             let streaming = outline(FrameDecoder::new(false).unwrap(), data);
             assert_eq!(fast, streaming);
+        }
+    }
+
+    /// The same outline through the two-thread pipeline.
+    fn pipelined_outline(data: &[u8]) -> String {
+        let mut frames = Vec::new();
+        let end = visit_frames_pipelined(data, |frame| {
+            frames.push((frame.location, frame.text.to_vec(), frame.complete))
+        });
+        format!("{frames:?} {end:?}")
+    }
+
+    #[test]
+    fn the_pipeline_hands_over_every_frame_as_decoded_inline() {
+        // Enough frames of enough text for several batches, then every kind of end.
+        let texts: Vec<Vec<u8>> = (0..400)
+            .map(|f| {
+                (0..60)
+                    .flat_map(|i| {
+                        format!("frame {f} line {i} {}\n", "x".repeat(f % 17)).into_bytes()
+                    })
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+        let data = file_of(&refs);
+        assert!(data.len() > PIPELINE_MIN_BYTES / 8);
+        let mut variants = vec![data.clone(), Vec::new()];
+        for at in [data.len() / 3, data.len() - 9, data.len() - 1] {
+            variants.push(data[..at].to_vec());
+            let mut flipped = data.clone();
+            flipped[at] ^= 0x40;
+            variants.push(flipped);
+            let mut zeros = data[..at].to_vec();
+            zeros.resize(data.len() + 64, 0);
+            variants.push(zeros);
+        }
+        for data in &variants {
+            let inline = outline(FrameDecoder::new(true).unwrap(), data);
+            assert_eq!(pipelined_outline(data), inline);
         }
     }
 

@@ -41,7 +41,7 @@ pub(super) fn split_lines(
     let mut start = 0usize;
     let mut line = first_line;
     while start < text.len() {
-        let (end, terminated) = match text[start..].iter().position(|b| *b == b'\n') {
+        let (end, terminated) = match memchr::memchr(b'\n', &text[start..]) {
             Some(i) => (start + i, true),
             None => (text.len(), false),
         };
