@@ -112,6 +112,9 @@ pub enum Persistence {
     /// [`Persistence::Jsonl`] plus the `memory` plugin (live index, history tools), as the
     /// `dsh` composition mounts it.
     JsonlMemory,
+    /// [`Persistence::Jsonl`] plus the `memory` plugin's live indexer only (no history
+    /// tools, references or `remember`): what indexing alone adds to a step.
+    JsonlIndexing,
 }
 
 /// The mounted core. Dropping it removes the temp dir.
@@ -127,7 +130,10 @@ impl Core {
         ctx.plugin::<SessionsPlugin>(())?;
         let dir = match persistence {
             Persistence::None => None,
-            Persistence::Jsonl | Persistence::JsonlCheckpoints | Persistence::JsonlMemory => {
+            Persistence::Jsonl
+            | Persistence::JsonlCheckpoints
+            | Persistence::JsonlMemory
+            | Persistence::JsonlIndexing => {
                 let dir = tempfile::tempdir()?;
                 ctx.plugin::<JsonlPersistencePlugin>(JsonlPersistenceConfig::new(dir.path()))?;
                 if persistence == Persistence::JsonlCheckpoints {
@@ -152,12 +158,26 @@ impl Core {
             .register(&ctx, Arc::new(NoopTool))
             .map_err(err)?
             .forget();
-        if let (Persistence::JsonlMemory, Some(dir)) = (persistence, &dir) {
-            ctx.plugin::<dsh_memory::MemoryPlugin>(dsh_memory::MemoryConfig {
+        if let Some(dir) = &dir {
+            let whole = dsh_memory::MemoryConfig {
                 index: Some(dir.path().join("memory").join(dsh_memory::INDEX_FILE)),
                 dsh_home: Some(dir.path().to_path_buf()),
                 ..dsh_memory::MemoryConfig::default()
-            })?;
+            };
+            match persistence {
+                Persistence::JsonlMemory => {
+                    ctx.plugin::<dsh_memory::MemoryPlugin>(whole)?;
+                }
+                Persistence::JsonlIndexing => {
+                    ctx.plugin::<dsh_memory::MemoryPlugin>(dsh_memory::MemoryConfig {
+                        history_tools: false,
+                        references: false,
+                        remember: false,
+                        ..whole
+                    })?;
+                }
+                _ => {}
+            }
         }
         Ok(Core {
             registry: ctx.require::<AgentRegistry>()?,
