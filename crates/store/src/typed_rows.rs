@@ -211,7 +211,9 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 /// `None` when the line is not a canonical, valid row: the caller then decodes it the
 /// general way, which yields the same events or the precise error.
 pub(crate) fn unpack_line(text: &[u8]) -> Option<Vec<Arc<SessionEvent>>> {
-    let row: RowIn<'_> = serde_json::from_slice(text).ok()?;
+    // Checked as UTF-8 once, the line parses as `str`: serde_json then skips checking every
+    // string and key again.
+    let row: RowIn<'_> = serde_json::from_str(std::str::from_utf8(text).ok()?).ok()?;
     let kind = DeltaKind::of_row_type(row.row_type)?;
     let RowDataIn {
         turn,
