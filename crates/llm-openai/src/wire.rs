@@ -7,7 +7,8 @@ use dsh_attachments::ImageRef;
 use dsh_llm::{LlmError, LlmRequest};
 use dsh_protocol::{codes, ContentBlock, Message, Role, ToolSchema};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// What an empty tool result is sent as: the wire refuses empty tool messages.
 pub const EMPTY_TOOL_OUTPUT: &str = "(no output)";
@@ -58,7 +59,100 @@ struct WireBody<'a> {
 
 enum Field<'a> {
     Json(Value),
+    /// The history, serialized straight from the request's messages (it grows every
+    /// step; building it as a `Value` first copied every text of it twice).
+    Messages(Vec<WireMessage<'a>>),
     Tools(&'a [ToolSchema]),
+}
+
+/// One chat-completions message, borrowing the request's texts where they go out as
+/// they are. Keys serialize in the order the wire has always had.
+enum WireMessage<'a> {
+    /// `{"role": "system", "content"}`.
+    System(Cow<'a, str>),
+    /// `{"role": "assistant", "content", "reasoning_content"?, "tool_calls"?}`.
+    Assistant {
+        content: Cow<'a, str>,
+        reasoning: Option<Cow<'a, str>>,
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    /// `{"role": "user", "content"}`: a string, or parts when an image is sent.
+    User(UserContent<'a>),
+    /// `{"role": "tool", "tool_call_id", "content"}`.
+    Tool {
+        call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Value>),
+}
+
+/// `{"id", "type": "function", "function": {"name", "arguments"}}`.
+struct WireCall<'a> {
+    id: &'a str,
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            WireMessage::System(content) => {
+                map.serialize_entry("role", "system")?;
+                map.serialize_entry("content", content)?;
+            }
+            WireMessage::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+            } => {
+                map.serialize_entry("role", "assistant")?;
+                map.serialize_entry("content", content)?;
+                if let Some(reasoning) = reasoning {
+                    map.serialize_entry("reasoning_content", reasoning)?;
+                }
+                if !tool_calls.is_empty() {
+                    map.serialize_entry("tool_calls", tool_calls)?;
+                }
+            }
+            WireMessage::User(content) => {
+                map.serialize_entry("role", "user")?;
+                match content {
+                    UserContent::Text(text) => map.serialize_entry("content", text)?,
+                    UserContent::Parts(parts) => map.serialize_entry("content", parts)?,
+                }
+            }
+            WireMessage::Tool { call_id, content } => {
+                map.serialize_entry("role", "tool")?;
+                map.serialize_entry("tool_call_id", call_id)?;
+                map.serialize_entry("content", content)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for WireCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a WireCall<'a>);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("name", self.0.name)?;
+                map.serialize_entry("arguments", self.0.arguments)?;
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("function", &Function(self))?;
+        map.end()
+    }
 }
 
 impl Serialize for WireBody<'_> {
@@ -67,6 +161,7 @@ impl Serialize for WireBody<'_> {
         for (key, field) in &self.fields {
             match field {
                 Field::Json(value) => map.serialize_entry(key, value)?,
+                Field::Messages(messages) => map.serialize_entry(key, messages)?,
                 Field::Tools(tools) => {
                     map.serialize_entry(key, &WireTools(tools))?;
                 }
@@ -117,7 +212,7 @@ fn wire_body<'a>(
     let config = &request.config;
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(WireMessage::System(Cow::Borrowed(system)));
     }
     let mut pending = Vec::new();
     for message in &request.messages {
@@ -127,7 +222,8 @@ fn wire_body<'a>(
     let mut fields = Vec::with_capacity(10);
     let mut body = |key: &'static str, value: Value| fields.push((key, Field::Json(value)));
     body("model", json!(config.model));
-    body("messages", Value::Array(messages));
+    fields.push(("messages", Field::Messages(messages)));
+    let mut body = |key: &'static str, value: Value| fields.push((key, Field::Json(value)));
     body("stream", json!(true));
     body("stream_options", json!({"include_usage": true}));
     let effort = config.reasoning_effort.clone().or_else(|| {
@@ -192,21 +288,30 @@ fn resolve_thinking(
     })
 }
 
-fn joined_text(blocks: &[ContentBlock], want_reasoning: bool) -> String {
-    let mut out = String::new();
-    for block in blocks {
-        match block {
-            ContentBlock::Text { text } if !want_reasoning => out.push_str(text),
-            ContentBlock::Reasoning { text } if want_reasoning => out.push_str(text),
-            _ => {}
+/// The text (or reasoning) blocks joined; borrowed when there is at most one.
+fn joined_text(blocks: &[ContentBlock], want_reasoning: bool) -> Cow<'_, str> {
+    let mut texts = blocks.iter().filter_map(|block| match block {
+        ContentBlock::Text { text } if !want_reasoning => Some(text.as_str()),
+        ContentBlock::Reasoning { text } if want_reasoning => Some(text.as_str()),
+        _ => None,
+    });
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    match texts.next() {
+        None => Cow::Borrowed(first),
+        Some(second) => {
+            let mut out = String::from(first);
+            out.push_str(second);
+            texts.for_each(|text| out.push_str(text));
+            Cow::Owned(out)
         }
     }
-    out
 }
 
 /// One piece of a message's content on its way to the wire.
-enum Piece {
-    Text(String),
+enum Piece<'a> {
+    Text(&'a str),
     /// Text standing where an image was; set apart from its neighbours by newlines.
     ImageText(String),
     /// An image sent as an `image_url` part.
@@ -216,11 +321,11 @@ enum Piece {
     },
 }
 
-fn pieces(blocks: &[ContentBlock], images: &RequestImages, in_tool: bool) -> Vec<Piece> {
+fn pieces<'a>(blocks: &'a [ContentBlock], images: &RequestImages, in_tool: bool) -> Vec<Piece<'a>> {
     let mut out = Vec::new();
     for block in blocks {
         match block {
-            ContentBlock::Text { text } => out.push(Piece::Text(text.clone())),
+            ContentBlock::Text { text } => out.push(Piece::Text(text)),
             ContentBlock::Image { attachment } => match images.wire(attachment) {
                 WireImage::Sent { image, data_url } => {
                     if in_tool {
@@ -239,7 +344,13 @@ fn pieces(blocks: &[ContentBlock], images: &RequestImages, in_tool: bool) -> Vec
 
 /// The text of `pieces`: text blocks joined as they are (the text-only mapping's rule), an
 /// image's text on a line of its own.
-fn pieces_text(pieces: &[Piece]) -> String {
+fn pieces_text<'a>(pieces: &[Piece<'a>]) -> Cow<'a, str> {
+    // The usual content, one text block and nothing else, goes out as it is.
+    match pieces {
+        [] => return Cow::Borrowed(""),
+        [Piece::Text(text)] => return Cow::Borrowed(text),
+        _ => {}
+    }
     let mut out = String::new();
     let mut after_image = false;
     for piece in pieces {
@@ -261,79 +372,73 @@ fn pieces_text(pieces: &[Piece]) -> String {
             Piece::Image { .. } => {}
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// A user message's `content`: the plain string unless an image is sent, then the parts.
-fn user_content(pieces: Vec<Piece>) -> Value {
+fn user_content(pieces: Vec<Piece<'_>>) -> UserContent<'_> {
     if !pieces.iter().any(|p| matches!(p, Piece::Image { .. })) {
-        return json!(pieces_text(&pieces));
+        return UserContent::Text(pieces_text(&pieces));
     }
     let parts: Vec<Value> = pieces
         .into_iter()
         .filter_map(|piece| match piece {
-            Piece::Text(text) | Piece::ImageText(text) if !text.is_empty() => {
+            Piece::Text(text) if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            Piece::ImageText(text) if !text.is_empty() => {
                 Some(json!({"type": "text", "text": text}))
             }
             Piece::Image { part, .. } => Some(part),
             _ => None,
         })
         .collect();
-    Value::Array(parts)
+    UserContent::Parts(parts)
 }
 
 /// Sends the images of the tool messages just pushed, in one user message.
-fn flush_tool_images(pending: &mut Vec<Value>, out: &mut Vec<Value>) {
+fn flush_tool_images(pending: &mut Vec<Value>, out: &mut Vec<WireMessage<'_>>) {
     if pending.is_empty() {
         return;
     }
     let mut parts = vec![json!({"type": "text", "text": TOOL_IMAGES_HEADING})];
     parts.append(pending);
-    out.push(json!({"role": "user", "content": parts}));
+    out.push(WireMessage::User(UserContent::Parts(parts)));
 }
 
-fn push_message(
-    message: &Message,
+fn push_message<'a>(
+    message: &'a Message,
     compat: &Compat,
     images: &RequestImages,
     pending: &mut Vec<Value>,
-    out: &mut Vec<Value>,
+    out: &mut Vec<WireMessage<'a>>,
 ) {
     match message.role {
         Role::System => {
             flush_tool_images(pending, out);
-            out.push(json!({"role": "system", "content": joined_text(&message.content, false)}));
+            out.push(WireMessage::System(joined_text(&message.content, false)));
         }
         Role::Assistant => {
             flush_tool_images(pending, out);
-            let tool_calls: Vec<Value> = message
+            let tool_calls: Vec<WireCall<'_>> = message
                 .tool_calls()
-                .map(|(id, name, arguments)| {
-                    json!({"id": id, "type": "function",
-                           "function": {"name": name, "arguments": arguments}})
+                .map(|(id, name, arguments)| WireCall {
+                    id: id.as_str(),
+                    name,
+                    arguments,
                 })
                 .collect();
-            let mut wire = Map::new();
-            wire.insert("role".into(), json!("assistant"));
-            // Never null: some gateways refuse null content, and a refused message in the log
-            // would break every later request of the session.
-            wire.insert(
-                "content".into(),
-                json!(joined_text(&message.content, false)),
-            );
             let reasoning = joined_text(&message.content, true);
             let replay = match compat.reasoning_replay {
                 ReasoningReplay::Off => false,
                 ReasoningReplay::ToolCallTurns => !tool_calls.is_empty(),
                 ReasoningReplay::Always => true,
             };
-            if replay && !reasoning.is_empty() {
-                wire.insert("reasoning_content".into(), json!(reasoning));
-            }
-            if !tool_calls.is_empty() {
-                wire.insert("tool_calls".into(), Value::Array(tool_calls));
-            }
-            out.push(Value::Object(wire));
+            out.push(WireMessage::Assistant {
+                // Never null: some gateways refuse null content, and a refused message in
+                // the log would break every later request of the session.
+                content: joined_text(&message.content, false),
+                reasoning: (replay && !reasoning.is_empty()).then_some(reasoning),
+                tool_calls,
+            });
         }
         Role::User => {
             let own = pieces(&message.content, images, false);
@@ -350,22 +455,26 @@ fn push_message(
                 })
                 .collect();
             let has_own = own.iter().any(|p| match p {
-                Piece::Text(text) | Piece::ImageText(text) => !text.is_empty(),
+                Piece::Text(text) => !text.is_empty(),
+                Piece::ImageText(text) => !text.is_empty(),
                 Piece::Image { .. } => true,
             });
             if has_own || results.is_empty() {
                 flush_tool_images(pending, out);
-                out.push(json!({"role": "user", "content": user_content(own)}));
+                out.push(WireMessage::User(user_content(own)));
             }
             for (call_id, content) in results {
                 let result = pieces(content, images, true);
                 let output = pieces_text(&result);
                 let output = if output.is_empty() {
-                    EMPTY_TOOL_OUTPUT.to_string()
+                    Cow::Borrowed(EMPTY_TOOL_OUTPUT)
                 } else {
                     output
                 };
-                out.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+                out.push(WireMessage::Tool {
+                    call_id: call_id.as_str(),
+                    content: output,
+                });
                 for piece in result {
                     if let Piece::Image { image, part } = piece {
                         let caption = tool_image_caption(&image, call_id.as_str());
