@@ -354,8 +354,12 @@ fn request_bytes(session: &dsh_session::Session, route: &RouteConfig) -> anyhow:
         purpose: RequestPurpose::Step,
         cancel: CancellationToken::new(),
     };
-    let body = dsh_llm_openai::wire::request_body(&request, route)?;
-    Ok(serde_json::to_vec(&body)?)
+    // What the adapter sends: the bytes written straight from the request (no `Value`).
+    Ok(dsh_llm_openai::wire::request_bytes(
+        &request,
+        route,
+        &dsh_llm_openai::images::RequestImages::default(),
+    )?)
 }
 
 /// `dsh sessions verify <id>` as a whole process: wall times and the largest peak RSS.
