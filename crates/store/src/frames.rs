@@ -493,6 +493,22 @@ mod tests {
         );
     }
 
+    /// `data` cut at each of `cuts`, with a bit flipped there, and cut there then
+    /// zero-filled past its end.
+    fn damaged(data: &[u8], cuts: impl IntoIterator<Item = usize>) -> Vec<Vec<u8>> {
+        let mut variants = Vec::new();
+        for at in cuts {
+            variants.push(data[..at].to_vec());
+            let mut flipped = data.to_vec();
+            flipped[at] ^= 0x40;
+            variants.push(flipped);
+            let mut zeros = data[..at].to_vec();
+            zeros.resize(data.len() + 64, 0);
+            variants.push(zeros);
+        }
+        variants
+    }
+
     /// Every frame's text and completeness, and the end, as a comparable value.
     fn outline(decoder: FrameDecoder, data: &[u8]) -> String {
         let mut frames = Vec::new();
@@ -509,15 +525,7 @@ mod tests {
             .collect();
         let data = file_of(&[b"h\n", &text, b"a\nb\n", b"", b"tail\n"]);
         let mut variants = vec![data.clone()];
-        for at in (1..data.len()).step_by(7) {
-            variants.push(data[..at].to_vec());
-            let mut flipped = data.clone();
-            flipped[at] ^= 0x40;
-            variants.push(flipped);
-            let mut zeros = data[..at].to_vec();
-            zeros.resize(data.len() + 64, 0);
-            variants.push(zeros);
-        }
+        variants.extend(damaged(&data, (1..data.len()).step_by(7)));
         // A frame without a declared size takes the streaming path either way.
         let mut unsized_frame = zstd::stream::raw::Encoder::new(3).unwrap();
         let mut out = vec![0u8; 256];
@@ -561,15 +569,10 @@ mod tests {
         let data = file_of(&refs);
         assert!(data.len() > PIPELINE_MIN_BYTES / 8);
         let mut variants = vec![data.clone(), Vec::new()];
-        for at in [data.len() / 3, data.len() - 9, data.len() - 1] {
-            variants.push(data[..at].to_vec());
-            let mut flipped = data.clone();
-            flipped[at] ^= 0x40;
-            variants.push(flipped);
-            let mut zeros = data[..at].to_vec();
-            zeros.resize(data.len() + 64, 0);
-            variants.push(zeros);
-        }
+        variants.extend(damaged(
+            &data,
+            [data.len() / 3, data.len() - 9, data.len() - 1],
+        ));
         for data in &variants {
             let inline = outline(FrameDecoder::new(true).unwrap(), data);
             assert_eq!(pipelined_outline(data), inline);
