@@ -78,11 +78,17 @@ pub(crate) fn visit_frames(
     data: &[u8],
     visit: impl FnMut(DecodedFrame<'_>),
 ) -> io::Result<FramesEnd> {
-    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if data.len() >= PIPELINE_MIN_BYTES && parallel {
+    if data.len() >= PIPELINE_MIN_BYTES && has_second_core() {
         return visit_frames_pipelined(data, visit);
     }
     visit_frames_with(FrameDecoder::new(true)?, data, visit)
+}
+
+/// Whether a second core is there to decode on. Asked once per process: on Linux the
+/// answer reads the cgroup's CPU quota files, which no log read should repeat.
+fn has_second_core() -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
 /// Compressed size from which a log is decoded on a second thread: below it, starting the
