@@ -4,9 +4,11 @@
 //! the whole log; every durable append batch is one more frame, so a crash mid-append can
 //! only damage the last frame, and the frames before it stay readable.
 //!
-//! Reading hands the frames to a visitor one at a time, each decoded into the same reused
-//! buffer, so a log's decoded text (a full copy of it, 2–4× the file) is never held whole:
-//! the reader types a frame's lines and lets its text go before the next frame is decoded.
+//! Reading hands the frames to a visitor one at a time, so a log's decoded text (a full
+//! copy of it, 2–4× the file) is never held whole: the reader types a frame's lines and
+//! lets its text go. A small log is decoded frame by frame into one reused buffer on the
+//! reader's thread; a large one on a second thread, a few batches of ~128 KiB of text ahead
+//! of the reader (at most four held), so zstd and the typed parse run side by side.
 
 use std::io::{self, Read};
 
