@@ -143,10 +143,10 @@ impl ReactLoopAgent {
             None
         };
         if let Some(reason) = reason {
-            self.append(EventData::RequestHeader(RequestHeader {
+            self.append(EventData::RequestHeader(Box::new(RequestHeader {
                 header: header.clone(),
                 reason,
-            }))?;
+            })))?;
             self.header_logged.store(true, Ordering::SeqCst);
         }
         Ok(())

@@ -108,7 +108,7 @@ async fn run_retry(
         .delay_for(retry_number, args.failure.provider_retry_after_ms);
     let retry_id = uuid::Uuid::new_v4().to_string();
     session.append(
-        EventData::LlmRetry(LlmRetry {
+        EventData::LlmRetry(Box::new(LlmRetry {
             retry_id: retry_id.clone(),
             turn: args.turn,
             step: args.step,
@@ -119,7 +119,7 @@ async fn run_retry(
             max_retries: plan.policy.max_retries().map(u64::from),
             delay_ms,
             failure: args.failure.clone(),
-        }),
+        })),
         AppendOptions::default(),
     )?;
     let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);

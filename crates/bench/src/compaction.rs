@@ -40,7 +40,7 @@ const SUMMARY: &str = "## Primary Request and Intent\n- refactor the parser\n## 
 fn template() -> anyhow::Result<Vec<Arc<SessionEvent>>> {
     let session = Session::new(SessionHeader::new("template".into(), 1_700_000_000_000))?;
     session.append(
-        EventData::RequestHeader(RequestHeader {
+        EventData::RequestHeader(Box::new(RequestHeader {
             header: EpochHeader {
                 config: LlmCallConfig {
                     provider: PROVIDER.into(),
@@ -56,7 +56,7 @@ fn template() -> anyhow::Result<Vec<Arc<SessionEvent>>> {
                 tools: None,
             },
             reason: HeaderReason::Initial,
-        }),
+        })),
         AppendOptions::log_only(),
     )?;
     let mut texts = Texts::new(11);

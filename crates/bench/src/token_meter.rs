@@ -39,7 +39,7 @@ fn header() -> EventData {
             .into(),
         })
         .collect();
-    EventData::RequestHeader(RequestHeader {
+    EventData::RequestHeader(Box::new(RequestHeader {
         header: EpochHeader {
             config: LlmCallConfig {
                 provider: "deepseek".into(),
@@ -55,7 +55,7 @@ fn header() -> EventData {
             tools: Some(tools),
         },
         reason: HeaderReason::Initial,
-    })
+    }))
 }
 
 /// Appends turns until the meter reads at least `tokens`; returns the next turn number.

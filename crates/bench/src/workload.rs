@@ -165,7 +165,7 @@ pub fn append_turn(
             step,
             StreamChunk::BlockEnd {
                 index: index as u32,
-                block: block.clone(),
+                block: Box::new(block.clone()),
             },
         ))?;
     }

@@ -163,7 +163,7 @@ pub async fn summarize(
     }
     match assembler.finish() {
         FinishReason::Error { failure } | FinishReason::Aborted { failure } => {
-            return Err(summary_error(LlmError::from_failure(failure)));
+            return Err(summary_error(LlmError::from_failure(*failure)));
         }
         FinishReason::MaxTokens => {
             return Err(summary_error(LlmError::new(

@@ -127,9 +127,10 @@ pub fn map_finish_reason(reason: &str) -> FinishReason {
         "stop" => FinishReason::Stop,
         "tool_calls" => FinishReason::ToolCalls,
         "length" => FinishReason::MaxTokens,
-        other => FinishReason::Error {
-            failure: LlmFailure::new(other.to_uppercase(), format!("model stopped: {other}")),
-        },
+        other => FinishReason::error(LlmFailure::new(
+            other.to_uppercase(),
+            format!("model stopped: {other}"),
+        )),
     }
 }
 
@@ -346,19 +347,17 @@ impl Translator {
         for block in &mut self.blocks {
             out.push(StreamChunk::BlockEnd {
                 index: block.index,
-                block: block.close(),
+                block: Box::new(block.close()),
             });
         }
         if let Some(usage) = self.usage.take() {
             out.push(StreamChunk::Usage { usage });
         }
         let reason = match self.finish.take().unwrap_or(FinishReason::Stop) {
-            FinishReason::Stop if self.blocks.is_empty() => FinishReason::Error {
-                failure: LlmFailure::new(
-                    codes::EMPTY_RESPONSE,
-                    "the model returned an empty response",
-                ),
-            },
+            FinishReason::Stop if self.blocks.is_empty() => FinishReason::error(LlmFailure::new(
+                codes::EMPTY_RESPONSE,
+                "the model returned an empty response",
+            )),
             reason => reason,
         };
         out.push(StreamChunk::finish(reason));

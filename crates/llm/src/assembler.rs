@@ -141,7 +141,7 @@ impl BlockAssembler {
             StreamChunk::BlockEnd { index, block } => {
                 let partial = self.partial(*index, &block_type_of(block));
                 if partial.closed.is_none() {
-                    partial.closed = Some(block.clone());
+                    partial.closed = Some(ContentBlock::clone(block));
                 }
             }
             StreamChunk::Usage { usage } => self.usage = Some(*usage),
@@ -150,7 +150,7 @@ impl BlockAssembler {
                 replay_state,
             } => {
                 self.finish = Some(reason.clone());
-                self.replay_state = replay_state.clone();
+                self.replay_state = replay_state.as_deref().cloned();
             }
         }
     }

@@ -46,10 +46,12 @@ pub enum StreamChunk {
         name: Option<String>,
         arguments_delta: String,
     },
-    /// The authoritative assembled block for `index`.
+    /// The authoritative assembled block for `index`. Boxed, like the rare large parts of
+    /// `finish`, so that the common small chunks (a long log is mostly deltas) are not
+    /// sized for them: every chunk held in memory pays for the largest variant.
     BlockEnd {
         index: u32,
-        block: ContentBlock,
+        block: Box<ContentBlock>,
     },
     Usage {
         usage: TokenUsage,
@@ -58,24 +60,26 @@ pub enum StreamChunk {
     Finish {
         reason: FinishReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        replay_state: Option<Value>,
+        replay_state: Option<Box<Value>>,
     },
 }
 
 impl StreamChunk {
     /// The terminal chunk of a failed call.
     pub fn error(failure: LlmFailure) -> Self {
-        Self::Finish {
-            reason: FinishReason::Error { failure },
-            replay_state: None,
-        }
+        Self::finish(FinishReason::error(failure))
     }
 
     /// The terminal chunk of an aborted call.
     pub fn aborted(failure: LlmFailure) -> Self {
-        Self::Finish {
-            reason: FinishReason::Aborted { failure },
-            replay_state: None,
+        Self::finish(FinishReason::aborted(failure))
+    }
+
+    /// The authoritative `block-end` of block `index`.
+    pub fn block_end(index: u32, block: ContentBlock) -> Self {
+        Self::BlockEnd {
+            index,
+            block: Box::new(block),
         }
     }
 
@@ -88,7 +92,8 @@ impl StreamChunk {
     }
 }
 
-/// Why a model stream ended.
+/// Why a model stream ended. The failures are boxed: they are rare, and inline they made
+/// every chunk (and so every `assistant/chunk` event) three times its usual size.
 ///
 /// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -97,11 +102,25 @@ pub enum FinishReason {
     Stop,
     ToolCalls,
     MaxTokens,
-    Aborted { failure: LlmFailure },
-    Error { failure: LlmFailure },
+    Aborted { failure: Box<LlmFailure> },
+    Error { failure: Box<LlmFailure> },
 }
 
 impl FinishReason {
+    /// An `error` finish.
+    pub fn error(failure: LlmFailure) -> Self {
+        Self::Error {
+            failure: Box::new(failure),
+        }
+    }
+
+    /// An `aborted` finish.
+    pub fn aborted(failure: LlmFailure) -> Self {
+        Self::Aborted {
+            failure: Box::new(failure),
+        }
+    }
+
     /// The failure of an `error` or `aborted` finish.
     pub fn failure(&self) -> Option<&LlmFailure> {
         match self {

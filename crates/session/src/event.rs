@@ -129,12 +129,14 @@ pub enum EventData {
     ToolCall(ToolCall),
     ToolResult(ToolResult),
     TodoWrite(TodoWrite),
-    RequestHeader(RequestHeader),
+    /// Boxed, as is `LlmRetry`: both are rare and large, and every event in memory is as
+    /// big as the largest variant inline.
+    RequestHeader(Box<RequestHeader>),
     RequestContext(RequestContext),
     /// `session/end-seed` `{}`: marks where a constructor seed ended.
     EndSeed,
     InboxSpliced(InboxSplice),
-    LlmRetry(LlmRetry),
+    LlmRetry(Box<LlmRetry>),
     LlmRetryStarted(LlmRetryStarted),
     /// Any other type (plugin-owned, or unknown to this build), kept verbatim. A plugin's
     /// declared types are built with [`EventData::plugin`] and read with
@@ -346,6 +348,20 @@ impl RawEnvelope {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Every event in memory is as large as the largest payload variant inline, and a long
+    /// log is mostly small chunks: a large rare variant left inline (a failure, a block, a
+    /// header) made each of them 312 bytes, which was a third of a 100k-event session's
+    /// memory. Box new large variants rather than raise these bounds.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn events_stay_small_whatever_their_rare_variants_hold() {
+        use std::mem::size_of;
+        assert!(size_of::<dsh_protocol::StreamChunk>() <= 80);
+        assert!(size_of::<AssistantChunk>() <= 96);
+        assert!(size_of::<EventData>() <= 104);
+        assert!(size_of::<SessionEvent>() <= 176);
+    }
 
     #[test]
     fn envelope_round_trips_with_surface_metadata() {

@@ -40,7 +40,7 @@ pub fn user(id: &str, text: &str) -> EventData {
 }
 
 pub fn header(system: &str) -> EventData {
-    EventData::RequestHeader(RequestHeader {
+    EventData::RequestHeader(Box::new(RequestHeader {
         header: EpochHeader {
             config: LlmCallConfig {
                 provider: "p".into(),
@@ -56,7 +56,7 @@ pub fn header(system: &str) -> EventData {
             }]),
         },
         reason: HeaderReason::Initial,
-    })
+    }))
 }
 
 pub fn step_start(turn: u64, step: u64) -> EventData {
@@ -160,7 +160,7 @@ pub fn tool_step(
                 step,
                 StreamChunk::BlockEnd {
                     index: 0,
-                    block: block.clone(),
+                    block: Box::new(block.clone()),
                 },
             ),
             log_only(),

@@ -244,7 +244,7 @@ fn refused_events_leave_the_meter_unchanged() {
 fn cited_chunks_must_be_earlier_unique_chunks_of_the_step() {
     let text_end = |index| StreamChunk::BlockEnd {
         index,
-        block: ContentBlock::text("hello"),
+        block: Box::new(ContentBlock::text("hello")),
     };
     let base = vec![
         event(0, header("sys"), None, None),
@@ -422,7 +422,7 @@ fn the_provider_price_is_the_reassembled_stream() {
                 1,
                 StreamChunk::BlockEnd {
                     index: 0,
-                    block: ContentBlock::text(long.clone()),
+                    block: Box::new(ContentBlock::text(long.clone())),
                 },
             ),
             log_only(),

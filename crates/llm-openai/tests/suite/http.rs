@@ -340,15 +340,10 @@ async fn end_to_end_through_the_runtime() {
     assert!(error.is_none());
     assert_eq!(
         chunks,
-        vec![StreamChunk::Finish {
-            reason: FinishReason::Error {
-                failure: LlmFailure {
-                    status: Some(500),
-                    ..LlmFailure::new(codes::SERVER, "Internal server error (mock)")
-                }
-            },
-            replay_state: None,
-        }]
+        vec![StreamChunk::error(LlmFailure {
+            status: Some(500),
+            ..LlmFailure::new(codes::SERVER, "Internal server error (mock)")
+        })]
     );
     // Second attempt (a retry re-prepares): the reply streams through.
     let prepared = runtime

@@ -169,7 +169,7 @@ fn usage_keeps_latest_and_finish_sets_reason() {
             ..TokenUsage::default()
         })
     );
-    assert_eq!(assembler.finish(), FinishReason::Error { failure });
+    assert_eq!(assembler.finish(), FinishReason::error(failure));
 }
 
 #[test]

@@ -38,7 +38,7 @@ enum StreamChunkMirror {
     },
     BlockEnd {
         index: u32,
-        block: ContentBlock,
+        block: Box<ContentBlock>,
     },
     Usage {
         usage: TokenUsage,
@@ -47,7 +47,7 @@ enum StreamChunkMirror {
     Finish {
         reason: FinishReason,
         #[serde(default)]
-        replay_state: Option<Value>,
+        replay_state: Option<Box<Value>>,
     },
 }
 
@@ -58,8 +58,8 @@ enum FinishReasonMirror {
     Stop,
     ToolCalls,
     MaxTokens,
-    Aborted { failure: LlmFailure },
-    Error { failure: LlmFailure },
+    Aborted { failure: Box<LlmFailure> },
+    Error { failure: Box<LlmFailure> },
 }
 
 tag_words!(
@@ -152,10 +152,10 @@ fn chunk_fields<'de, A: MapAccess<'de>>(
     let mut id: Option<String> = None;
     let mut name: Option<Option<String>> = None;
     let mut arguments_delta: Option<String> = None;
-    let mut block: Option<ContentBlock> = None;
+    let mut block: Option<Box<ContentBlock>> = None;
     let mut usage: Option<TokenUsage> = None;
     let mut reason: Option<FinishReason> = None;
-    let mut replay_state: Option<Option<Value>> = None;
+    let mut replay_state: Option<Option<Box<Value>>> = None;
     use ChunkTag as T;
     while let Some(key) = map.next_key::<ChunkKey>()? {
         // A key the variant does not have is ignored, as the derived reader does.
@@ -261,7 +261,7 @@ impl<'de> Visitor<'de> for FinishVisitor {
             Some(FirstKey::Tag) => map.next_value()?,
         };
         let has_failure = matches!(tag, FinishTag::Aborted | FinishTag::Error);
-        let mut failure: Option<LlmFailure> = None;
+        let mut failure: Option<Box<LlmFailure>> = None;
         while let Some(key) = map.next_key::<FinishKey>()? {
             match key {
                 FinishKey::Kind => return Err(de::Error::duplicate_field("kind")),

@@ -70,7 +70,7 @@ fn violation(err: SessionError) -> SurfaceViolation {
 }
 
 fn header_event(provider: &str, temperature: Option<f64>) -> EventData {
-    EventData::RequestHeader(RequestHeader {
+    EventData::RequestHeader(Box::new(RequestHeader {
         header: EpochHeader {
             config: LlmCallConfig {
                 provider: provider.into(),
@@ -81,7 +81,7 @@ fn header_event(provider: &str, temperature: Option<f64>) -> EventData {
             ..Default::default()
         },
         reason: HeaderReason::Initial,
-    })
+    }))
 }
 
 #[test]
@@ -99,7 +99,7 @@ fn invalid_data_is_refused_with_a_typed_error() {
         refused(header_event("", None), log_only()).code(),
         "INVALID_EVENT_DATA"
     );
-    let retry = EventData::LlmRetry(LlmRetry {
+    let retry = EventData::LlmRetry(Box::new(LlmRetry {
         retry_id: "r".into(),
         turn: 1,
         step: 1,
@@ -110,7 +110,7 @@ fn invalid_data_is_refused_with_a_typed_error() {
         max_retries: None,
         delay_ms: f64::INFINITY,
         failure: LlmFailure::new("SERVER", "m"),
-    });
+    }));
     assert_eq!(refused(retry, log_only()).code(), "INVALID_EVENT_DATA");
 
     // Message shapes: a user/message with the assistant role, an anonymous message, a tool

@@ -139,7 +139,7 @@ impl Response {
         for (index, block) in (0u32..).zip(&self.blocks) {
             chunks.push(StreamChunk::BlockEnd {
                 index,
-                block: content_block(block),
+                block: Box::new(content_block(block)),
             });
         }
         if let Some(usage) = self.usage {

@@ -142,7 +142,7 @@ impl Log {
         let content = chunks
             .iter()
             .filter_map(|c| match c {
-                StreamChunk::BlockEnd { block, .. } => Some(block.clone()),
+                StreamChunk::BlockEnd { block, .. } => Some(ContentBlock::clone(block)),
                 _ => None,
             })
             .collect();

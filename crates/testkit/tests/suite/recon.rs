@@ -79,7 +79,7 @@ fn open_step(rig: &Rig, id: &str) -> Session {
             AppendOptions::surface_append(),
         )
         .unwrap();
-    log(EventData::RequestHeader(RequestHeader {
+    log(EventData::RequestHeader(Box::new(RequestHeader {
         header: EpochHeader {
             config: config(),
             adapter_defaults: None,
@@ -87,7 +87,7 @@ fn open_step(rig: &Rig, id: &str) -> Session {
             tools: Some(tools()),
         },
         reason: HeaderReason::Initial,
-    }));
+    })));
     session
 }
 
