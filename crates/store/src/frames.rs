@@ -17,6 +17,10 @@ use zstd::zstd_safe::{self, CParameter, DCtx};
 
 use crate::error::FrameLocation;
 
+mod input;
+
+pub(crate) use input::{Compressed, ReadWindow, WINDOW_BYTES};
+
 /// Compression level of new frames; the zstd default, cheap and effective on JSON.
 const LEVEL: i32 = 3;
 const OUT_CHUNK: usize = 64 * 1024;
@@ -77,10 +81,10 @@ pub(crate) struct DecodedFrame<'a> {
 /// has already got (see [`visit_frames_pipelined`]); the visitor sees the same frames, in
 /// the same order, either way.
 pub(crate) fn visit_frames(
-    data: &[u8],
+    data: impl Compressed + Send,
     visit: impl FnMut(DecodedFrame<'_>),
 ) -> io::Result<FramesEnd> {
-    if data.len() >= PIPELINE_MIN_BYTES && has_second_core() {
+    if data.size_hint() >= PIPELINE_MIN_BYTES && has_second_core() {
         return visit_frames_pipelined(data, visit);
     }
     visit_frames_with(FrameDecoder::new(true)?, data, visit)
@@ -123,18 +127,32 @@ enum HandOver {
 /// reading a log) leaves the reader's path. If the thread cannot be started, the frames
 /// are decoded inline.
 fn visit_frames_pipelined(
-    data: &[u8],
+    data: impl Compressed + Send,
     mut visit: impl FnMut(DecodedFrame<'_>),
 ) -> io::Result<FramesEnd> {
-    use std::sync::mpsc;
+    use std::sync::{mpsc, Mutex};
+    // The thread takes the input from here; if it cannot be started, the input is still
+    // here to be decoded inline.
+    fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+        slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+    let input = Mutex::new(Some(data));
+    let input = &input;
     std::thread::scope(|scope| {
         let (send, receive) = mpsc::sync_channel::<HandOver>(BATCHES_IN_FLIGHT);
         let (recycle, reuse) = mpsc::channel::<Batch>();
         let decoder = std::thread::Builder::new()
             .name("dsh-zstd-read".into())
-            .spawn_scoped(scope, move || decode_batches(data, &send, &reuse));
+            .spawn_scoped(scope, move || {
+                if let Some(data) = take(input) {
+                    decode_batches(data, &send, &reuse)
+                }
+            });
         if decoder.is_err() {
-            return visit_frames_with(FrameDecoder::new(true)?, data, visit);
+            return match take(input) {
+                Some(data) => visit_frames_with(FrameDecoder::new(true)?, data, visit),
+                None => Err(io::Error::other("cannot start the zstd decoding thread")),
+            };
         }
         for handed in receive {
             match handed {
@@ -158,7 +176,7 @@ fn visit_frames_pipelined(
 
 /// The decoding stage: every frame into batches, then the end.
 fn decode_batches(
-    data: &[u8],
+    data: impl Compressed,
     send: &std::sync::mpsc::SyncSender<HandOver>,
     reuse: &std::sync::mpsc::Receiver<Batch>,
 ) {
@@ -195,24 +213,51 @@ fn decode_batches(
 
 fn visit_frames_with(
     mut decoder: FrameDecoder,
-    data: &[u8],
+    mut data: impl Compressed,
     mut visit: impl FnMut(DecodedFrame<'_>),
 ) -> io::Result<FramesEnd> {
     let mut text = Vec::new();
     let mut index = 0u64;
     let mut pos = 0usize;
-    while pos < data.len() {
+    loop {
+        let rest = data.rest(pos);
+        if rest.is_empty() {
+            if data.more(pos)? {
+                continue;
+            }
+            return Ok(FramesEnd::Clean);
+        }
         let location = FrameLocation {
             index,
             offset: pos as u64,
         };
-        let rest = &data[pos..];
         if rest.iter().all(|b| *b == 0) {
+            if data.more(pos)? {
+                continue;
+            }
             return Ok(FramesEnd::ZeroFilled {
                 offset: location.offset,
             });
         }
+        // Only the end of the log makes a frame incomplete, and a frame that does not
+        // decode may just need the bytes after the window (for the zero-fill judgement).
+        let judged = data.at_end();
+        // A frame that runs past the window is not decoded until it is all there.
+        if !judged && zstd_safe::find_frame_compressed_size(rest).map_or(true, |n| n > rest.len()) {
+            data.more(pos)?;
+            continue;
+        }
+        let capacity = text.capacity();
         let frame = match decoder.decode(rest, &mut text)? {
+            Ok(frame) if frame.complete || judged => frame,
+            Ok(_) | Err(_) if !judged => {
+                // Undo the attempt, buffer size included: how zstd words a damaged frame
+                // depends on the room it had, and the verdict must not depend on windows.
+                text.clear();
+                text.shrink_to(capacity);
+                data.more(pos)?;
+                continue;
+            }
             Ok(frame) => frame,
             Err(message) => {
                 // An append torn by a power loss can leave the start of its frame followed
@@ -239,7 +284,6 @@ fn visit_frames_with(
         pos += frame.consumed;
         index += 1;
     }
-    Ok(FramesEnd::Clean)
 }
 
 /// The most output space reserved ahead on the word of a frame header or a size guess.
@@ -518,7 +562,7 @@ mod tests {
     }
 
     /// Every frame's text and completeness, and the end, as a comparable value.
-    fn outline(decoder: FrameDecoder, data: &[u8]) -> String {
+    fn outline(decoder: FrameDecoder, data: impl Compressed) -> String {
         let mut frames = Vec::new();
         let end = visit_frames_with(decoder, data, |frame| {
             frames.push((frame.location, frame.text.to_vec(), frame.complete))
@@ -546,14 +590,14 @@ mod tests {
         with_unsized.extend_from_slice(&out[..produced]);
         variants.push(with_unsized);
         for data in &variants {
-            let fast = outline(FrameDecoder::new(true).unwrap(), data);
-            let streaming = outline(FrameDecoder::new(false).unwrap(), data);
+            let fast = outline(FrameDecoder::new(true).unwrap(), data.as_slice());
+            let streaming = outline(FrameDecoder::new(false).unwrap(), data.as_slice());
             assert_eq!(fast, streaming);
         }
     }
 
     /// The same outline through the two-thread pipeline.
-    fn pipelined_outline(data: &[u8]) -> String {
+    fn pipelined_outline(data: impl Compressed + Send) -> String {
         let mut frames = Vec::new();
         let end = visit_frames_pipelined(data, |frame| {
             frames.push((frame.location, frame.text.to_vec(), frame.complete))
@@ -582,8 +626,11 @@ mod tests {
             [data.len() / 3, data.len() - 9, data.len() - 1],
         ));
         for data in &variants {
-            let inline = outline(FrameDecoder::new(true).unwrap(), data);
-            assert_eq!(pipelined_outline(data), inline);
+            let inline = outline(FrameDecoder::new(true).unwrap(), data.as_slice());
+            assert_eq!(pipelined_outline(data.as_slice()), inline);
+            // Read from a file a window at a time, as logs are.
+            let window = ReadWindow::new(data.as_slice(), data.len(), 1000);
+            assert_eq!(pipelined_outline(window), inline);
         }
     }
 

@@ -19,7 +19,7 @@ use crate::header::{HeaderError, LogHeader};
 use crate::paths::Compression;
 
 mod scan;
-pub(crate) use scan::parse_records;
+pub(crate) use scan::{parse_records, LogBytes};
 
 /// A log as read from disk, ready to be repaired and resumed.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,8 +106,7 @@ pub fn read_log(
     compression: Compression,
     expected_id: Option<&str>,
 ) -> Result<StoredLog, StoreError> {
-    let data = std::fs::read(path).map_err(|e| StoreError::io("read", path, e))?;
-    parse_log(path, compression, &data, expected_id)
+    parse_log_bytes(path, compression, LogBytes::open(path)?, expected_id)
 }
 
 /// Parses log bytes already in memory (see [`read_log`]).
@@ -115,6 +114,15 @@ pub fn parse_log(
     path: &Path,
     compression: Compression,
     data: &[u8],
+    expected_id: Option<&str>,
+) -> Result<StoredLog, StoreError> {
+    parse_log_bytes(path, compression, LogBytes::memory(data), expected_id)
+}
+
+fn parse_log_bytes(
+    path: &Path,
+    compression: Compression,
+    data: LogBytes<'_>,
     expected_id: Option<&str>,
 ) -> Result<StoredLog, StoreError> {
     let mut events = Vec::new();

@@ -21,7 +21,7 @@ use crate::chunk_rows;
 use crate::error::StoreError;
 use crate::header::LogHeader;
 use crate::paths::Compression;
-use crate::reader::{decode_value_line, parse_records, LineError, TornReason, TornTail};
+use crate::reader::{decode_value_line, parse_records, LineError, LogBytes, TornReason, TornTail};
 use crate::typed_rows;
 
 /// A log as read from disk, its events typed.
@@ -52,8 +52,14 @@ pub fn read_typed_log(
     compression: Compression,
     expected_id: Option<&str>,
 ) -> Result<TypedLog, StoreError> {
-    let data = std::fs::read(path).map_err(|e| StoreError::io("read", path, e))?;
-    parse_typed_log(path, compression, &data, expected_id)
+    let (log, refused) = parse_typed(path, compression, LogBytes::open(path)?, expected_id)?;
+    match refused {
+        Some(source) => Err(StoreError::Rejected {
+            path: path.to_owned(),
+            source,
+        }),
+        None => Ok(log),
+    }
 }
 
 /// Parses log bytes already in memory (see [`read_typed_log`]).
@@ -63,7 +69,7 @@ pub fn parse_typed_log(
     data: &[u8],
     expected_id: Option<&str>,
 ) -> Result<TypedLog, StoreError> {
-    let (log, refused) = parse_typed(path, compression, data, expected_id)?;
+    let (log, refused) = parse_typed(path, compression, LogBytes::memory(data), expected_id)?;
     match refused {
         Some(source) => Err(StoreError::Rejected {
             path: path.to_owned(),
@@ -81,14 +87,13 @@ pub(crate) fn read_typed(
     compression: Compression,
     expected_id: Option<&str>,
 ) -> Result<(TypedLog, Option<SessionError>), StoreError> {
-    let data = std::fs::read(path).map_err(|e| StoreError::io("read", path, e))?;
-    parse_typed(path, compression, &data, expected_id)
+    parse_typed(path, compression, LogBytes::open(path)?, expected_id)
 }
 
 fn parse_typed(
     path: &Path,
     compression: Compression,
-    data: &[u8],
+    data: LogBytes<'_>,
     expected_id: Option<&str>,
 ) -> Result<(TypedLog, Option<SessionError>), StoreError> {
     let mut events = Vec::new();

@@ -8,13 +8,14 @@
 //! the first error so its location is right), and a torn record is only a torn tail when no
 //! later line holds a committed `turn/end`.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::{holds_turn_end, LineDecoder, LineError, LogShell, TornReason, TornTail};
 use crate::error::{FrameLocation, RecordLocation, StoreError};
-use crate::frames::{self, FramesEnd};
+use crate::frames::{self, Compressed, DecodedFrame, FramesEnd, ReadWindow, WINDOW_BYTES};
 use crate::header::{HeaderError, LogHeader};
 use crate::paths::Compression;
 
@@ -235,12 +236,38 @@ impl RecordScan<'_, '_> {
     }
 }
 
+/// The bytes of a log: already in memory, or read as they are decoded.
+pub(crate) enum LogBytes<'a, R = std::fs::File> {
+    Memory(&'a [u8]),
+    /// A zstd log is read a window at a time; a plain one is read whole (its lines are
+    /// its text, so holding them is the floor anyway).
+    Read(ReadWindow<R>),
+}
+
+impl<'a> LogBytes<'a> {
+    /// A log held in memory.
+    pub(crate) fn memory(data: &'a [u8]) -> Self {
+        LogBytes::Memory(data)
+    }
+
+    /// The log at `path`, opened to be read as it is decoded.
+    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        let file = std::fs::File::open(path).map_err(|e| StoreError::io("read", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| StoreError::io("read", path, e))?
+            .len();
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        Ok(LogBytes::Read(ReadWindow::new(file, size, WINDOW_BYTES)))
+    }
+}
+
 /// Splits a log into records, checks its header and judges damage; the records' events are
 /// handed to `decode` in order.
-pub(crate) fn parse_records(
+pub(crate) fn parse_records<R: Read + Send>(
     path: &Path,
     compression: Compression,
-    data: &[u8],
+    data: LogBytes<'_, R>,
     expected_id: Option<&str>,
     decode: &mut LineDecoder<'_>,
 ) -> Result<LogShell, StoreError> {
@@ -252,19 +279,30 @@ pub(crate) fn parse_records(
         next_seq: 0,
         frame_first_seq: None,
     };
-    let file_len = data.len() as u64;
     let Compression::Zstd = compression else {
+        let mut window;
+        let data = match data {
+            LogBytes::Memory(data) => data,
+            LogBytes::Read(read) => {
+                window = read;
+                while window
+                    .more(0)
+                    .map_err(|e| StoreError::io("read", path, e))?
+                {}
+                window.rest(0)
+            }
+        };
         split_lines(data, 1, None, false, &mut |line| scan.line(line));
         let header_at = RecordLocation {
             line: 1,
             frame: None,
         };
-        return scan.finish(header_at, None, file_len);
+        return scan.finish(header_at, None, data.len() as u64);
     };
     let mut next_line = 1;
     let mut frames_seen = 0u64;
     let mut end_tail = None;
-    let end = frames::visit_frames(data, |frame| {
+    let mut on_frame = |frame: DecodedFrame<'_>| {
         frames_seen += 1;
         let mut first_line = None;
         next_line = split_lines(
@@ -283,8 +321,16 @@ pub(crate) fn parse_records(
             let first = first_line.unwrap_or(next_line);
             end_tail.get_or_insert((frame.location, first, TornReason::IncompleteFrame));
         }
-    })
-    .map_err(|e| StoreError::io("decode zstd frames of", path, e))?;
+    };
+    let (end, file_len) = match data {
+        LogBytes::Memory(data) => (frames::visit_frames(data, &mut on_frame), data.len()),
+        LogBytes::Read(mut window) => (
+            frames::visit_frames(&mut window, &mut on_frame),
+            window.read_len(),
+        ),
+    };
+    let file_len = file_len as u64;
+    let end = end.map_err(|e| StoreError::io("decode zstd frames of", path, e))?;
     match end {
         FramesEnd::Clean => {}
         FramesEnd::ZeroFilled { offset } => {

@@ -320,12 +320,56 @@ fn parse_with(records: RecordsFn, compression: Compression, data: &[u8]) -> (Out
     (general, typed)
 }
 
+/// The scan over a log held in memory.
+fn in_memory(
+    path: &Path,
+    compression: Compression,
+    data: &[u8],
+    expected_id: Option<&str>,
+    decode: &mut LineDecoder<'_>,
+) -> Result<LogShell, StoreError> {
+    parse_records(
+        path,
+        compression,
+        LogBytes::memory(data),
+        expected_id,
+        decode,
+    )
+}
+
+/// The scan reading the log `W` bytes at a time, as it reads files: frames straddle the
+/// windows, and every judgement must wait for the bytes it needs.
+fn windowed<const W: usize>(
+    path: &Path,
+    compression: Compression,
+    data: &[u8],
+    expected_id: Option<&str>,
+    decode: &mut LineDecoder<'_>,
+) -> Result<LogShell, StoreError> {
+    let window = frames::ReadWindow::new(data, data.len(), W);
+    parse_records(
+        path,
+        compression,
+        LogBytes::Read(window),
+        expected_id,
+        decode,
+    )
+}
+
 #[track_caller]
 fn assert_scan_agrees(compression: Compression, data: &[u8], what: &str) {
-    let scan = parse_with(parse_records, compression, data);
     let whole = parse_with(whole_file_parse_records, compression, data);
-    assert_eq!(scan.0, whole.0, "general reader, {what}");
-    assert_eq!(scan.1, whole.1, "typed reader, {what}");
+    let readers: [(&str, RecordsFn); 4] = [
+        ("in memory", in_memory),
+        ("1-byte window", windowed::<1>),
+        ("7-byte window", windowed::<7>),
+        ("4 KiB window", windowed::<4096>),
+    ];
+    for (how, records) in readers {
+        let scan = parse_with(records, compression, data);
+        assert_eq!(scan.0, whole.0, "general reader, {how}, {what}");
+        assert_eq!(scan.1, whole.1, "typed reader, {how}, {what}");
+    }
 }
 
 fn fixture_lines(scenario: &str) -> Vec<Vec<u8>> {
