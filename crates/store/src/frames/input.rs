@@ -94,6 +94,19 @@ impl<R: Read> ReadWindow<R> {
         }
     }
 
+    /// Reads everything that is left, into a buffer sized for the expected length (a
+    /// plain log's lines are its text, so it is held whole; growing by windows could leave
+    /// twice its size allocated).
+    pub(crate) fn read_to_end(&mut self) -> io::Result<()> {
+        let expected = self.size_hint.saturating_sub(self.read_len());
+        // One byte more, so a log that did not grow meets its end without a reallocation.
+        // Only a hint: if it cannot be reserved, the read grows the buffer as it goes.
+        let _ = self.buf.try_reserve_exact(expected.saturating_add(1));
+        self.reader.read_to_end(&mut self.buf)?;
+        self.end = true;
+        Ok(())
+    }
+
     /// How many bytes have been read: the log's length once the end is reached.
     pub(crate) fn read_len(&self) -> usize {
         self.base + self.buf.len()

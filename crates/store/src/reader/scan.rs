@@ -285,10 +285,9 @@ pub(crate) fn parse_records<R: Read + Send>(
             LogBytes::Memory(data) => data,
             LogBytes::Read(read) => {
                 window = read;
-                while window
-                    .more(0)
-                    .map_err(|e| StoreError::io("read", path, e))?
-                {}
+                window
+                    .read_to_end()
+                    .map_err(|e| StoreError::io("read", path, e))?;
                 window.rest(0)
             }
         };
