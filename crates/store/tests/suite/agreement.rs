@@ -258,3 +258,96 @@ proptest! {
         assert_inspection_agrees(&root, "s");
     }
 }
+
+/// A log far larger than the reader's 256 KiB window (and large enough to be decoded on a
+/// second thread), read from its file, types exactly what a read of the same bytes held
+/// whole in memory types: intact, torn mid-frame, zero-filled, and damaged mid-file, where
+/// the verdict needs bytes from windows after the damage.
+#[test]
+fn a_log_larger_than_the_read_window_reads_as_if_held_whole() {
+    let mut events = fixture_values("multi-turn");
+    let tail = events.split_off(events.len() - 1);
+    // Foreign events with incompressible-enough payloads, appended in many small frames.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..2000 {
+        let blob: String = (0..512)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                format!("{:x}", state & 0xf)
+            })
+            .collect();
+        events.push(
+            json!({"type": "test/blob", "seq": 0, "time": 1, "ignorable": true,
+            "data": {"i": i, "blob": blob}}),
+        );
+    }
+    events.extend(tail);
+    renumber(&mut events);
+    let damages = [
+        Damage::None,
+        Damage::Truncate(7),
+        Damage::ZeroFill(5000),
+        Damage::Flip(usize::MAX / 2),
+    ];
+    for damage in damages {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sessions");
+        let mut header = LogHeader::new("s", 1);
+        header.cwd = Some("/work".into());
+        let layout = dsh_store::StoreLayout::new(&root, Compression::Zstd);
+        let path = layout.session_file(header.cwd.as_deref(), "s").unwrap();
+        let mut writer = LogWriter::create_lazy(&path, format(Compression::Zstd, true), header);
+        for batch in events.chunks(3) {
+            writer.append(batch).unwrap();
+        }
+        drop(writer);
+        let size = fs::metadata(&path).unwrap().len();
+        assert!(size > 512 * 1024, "the log is {size} bytes");
+        if let Damage::Flip(_) = damage {
+            // Mid-file: the frame the flip lands in is judged with the rest of the file.
+            let mut data = fs::read(&path).unwrap();
+            let at = data.len() / 2;
+            data[at] ^= 0x20;
+            fs::write(&path, data).unwrap();
+        } else {
+            damaged(&path, &damage, Compression::Zstd);
+        }
+        let show = |read: Result<TypedLog, StoreError>| read.map_err(|e| e.to_string());
+        let from_file = show(dsh_store::read_typed_log(&path, Compression::Zstd, None));
+        let bytes = fs::read(&path).unwrap();
+        let held_whole = show(dsh_store::parse_typed_log(
+            &path,
+            Compression::Zstd,
+            &bytes,
+            None,
+        ));
+        // Compared whole; on a mismatch only the outlines are printed (the logs are large).
+        let outline = |read: &Result<TypedLog, String>| match read {
+            Ok(log) => format!(
+                "{} events, torn tail {:?}, {} bytes",
+                log.events.len(),
+                log.torn_tail,
+                log.file_len
+            ),
+            Err(error) => error.clone(),
+        };
+        assert!(
+            from_file == held_whole,
+            "{damage:?}: from the file {}; held whole {}",
+            outline(&from_file),
+            outline(&held_whole)
+        );
+        let general_from_file = read_log(&path, Compression::Zstd, None).map_err(|e| e.to_string());
+        let general_whole =
+            dsh_store::parse_log(&path, Compression::Zstd, &bytes, None).map_err(|e| e.to_string());
+        assert!(
+            general_from_file == general_whole,
+            "{damage:?}: the general reader differs"
+        );
+        if let Damage::None = damage {
+            assert_eq!(from_file.map(|log| log.events.len()), Ok(events.len()));
+        }
+    }
+}
