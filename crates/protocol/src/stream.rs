@@ -93,7 +93,7 @@ impl StreamChunk {
 }
 
 /// Why a model stream ended. The failures are boxed: they are rare, and inline they made
-/// every chunk (and so every `assistant/chunk` event) three times its usual size.
+/// every chunk (and so every `assistant/chunk` event) more than twice its usual size.
 ///
 /// `Deserialize` is written by hand (`crate::tagged`) and reads what the derive would.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
