@@ -35,7 +35,13 @@ pub fn interrupted_turn_closers(events: &[Arc<SessionEvent>]) -> Vec<SessionEven
     let mut open_step: Option<u64> = None;
     // Insertion-ordered; re-registering an id keeps its place but forgets its call seq.
     let mut pending: Vec<PendingCall> = Vec::new();
-    for event in events {
+    // A turn boundary resets everything below, so only the events from the last one on
+    // can leave a turn open: a long log is not walked from its start.
+    let last_boundary = events
+        .iter()
+        .rposition(|e| matches!(e.data, EventData::TurnStart(_) | EventData::TurnEnd(_)))
+        .unwrap_or(0);
+    for event in &events[last_boundary..] {
         match &event.data {
             EventData::TurnStart(t) => {
                 open_turn = Some(t.turn);
