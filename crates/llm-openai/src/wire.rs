@@ -321,6 +321,17 @@ enum Piece<'a> {
     },
 }
 
+impl Piece<'_> {
+    /// The text of a text piece (an image's stand-in text included).
+    fn text(&self) -> Option<&str> {
+        match self {
+            Piece::Text(text) => Some(text),
+            Piece::ImageText(text) => Some(text),
+            Piece::Image { .. } => None,
+        }
+    }
+}
+
 fn pieces<'a>(blocks: &'a [ContentBlock], images: &RequestImages, in_tool: bool) -> Vec<Piece<'a>> {
     let mut out = Vec::new();
     for block in blocks {
@@ -383,12 +394,11 @@ fn user_content(pieces: Vec<Piece<'_>>) -> UserContent<'_> {
     let parts: Vec<Value> = pieces
         .into_iter()
         .filter_map(|piece| match piece {
-            Piece::Text(text) if !text.is_empty() => Some(json!({"type": "text", "text": text})),
-            Piece::ImageText(text) if !text.is_empty() => {
-                Some(json!({"type": "text", "text": text}))
-            }
             Piece::Image { part, .. } => Some(part),
-            _ => None,
+            text => text
+                .text()
+                .filter(|text| !text.is_empty())
+                .map(|text| json!({"type": "text", "text": text})),
         })
         .collect();
     UserContent::Parts(parts)
@@ -455,9 +465,8 @@ fn push_message<'a>(
                 })
                 .collect();
             let has_own = own.iter().any(|p| match p {
-                Piece::Text(text) => !text.is_empty(),
-                Piece::ImageText(text) => !text.is_empty(),
                 Piece::Image { .. } => true,
+                text => text.text().is_some_and(|text| !text.is_empty()),
             });
             if has_own || results.is_empty() {
                 flush_tool_images(pending, out);

@@ -52,14 +52,7 @@ pub fn read_typed_log(
     compression: Compression,
     expected_id: Option<&str>,
 ) -> Result<TypedLog, StoreError> {
-    let (log, refused) = parse_typed(path, compression, LogBytes::open(path)?, expected_id)?;
-    match refused {
-        Some(source) => Err(StoreError::Rejected {
-            path: path.to_owned(),
-            source,
-        }),
-        None => Ok(log),
-    }
+    refuse(path, read_typed(path, compression, expected_id)?)
 }
 
 /// Parses log bytes already in memory (see [`read_typed_log`]).
@@ -69,7 +62,17 @@ pub fn parse_typed_log(
     data: &[u8],
     expected_id: Option<&str>,
 ) -> Result<TypedLog, StoreError> {
-    let (log, refused) = parse_typed(path, compression, LogBytes::memory(data), expected_id)?;
+    refuse(
+        path,
+        parse_typed(path, compression, LogBytes::memory(data), expected_id)?,
+    )
+}
+
+/// The log, or the first event the session model refused in it.
+fn refuse(
+    path: &Path,
+    (log, refused): (TypedLog, Option<SessionError>),
+) -> Result<TypedLog, StoreError> {
     match refused {
         Some(source) => Err(StoreError::Rejected {
             path: path.to_owned(),
