@@ -54,7 +54,8 @@ async fn run(args: Args) -> Result<(), String> {
     for warning in script.warnings() {
         eprintln!("dsh-mock-llm: warning: field not understood: {warning}");
     }
-    let mut options = MockOptions::default().port(args.port);
+    // Nothing in this process reads the requests back; only `--record` keeps them.
+    let mut options = MockOptions::default().port(args.port).forget_requests();
     let mut recorder = None;
     if let Some(path) = &args.record {
         let file = std::fs::OpenOptions::new()

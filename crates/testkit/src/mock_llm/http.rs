@@ -65,6 +65,8 @@ pub(crate) enum ReadError {
 pub(crate) struct Connection {
     pub stream: TcpStream,
     buf: Vec<u8>,
+    /// Response bytes queued but not yet written (see [`Connection::send`]).
+    out: Vec<u8>,
 }
 
 impl Connection {
@@ -72,15 +74,15 @@ impl Connection {
         Self {
             stream,
             buf: Vec::new(),
+            out: Vec::new(),
         }
     }
 
     /// Reads more bytes into the buffer; `Ok(0)` at end of stream.
     async fn fill(&mut self) -> std::io::Result<usize> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk).await?;
-        self.buf.extend_from_slice(&chunk[..n]);
-        Ok(n)
+        // Straight into the buffer, with room for a typical request body in one read.
+        self.buf.reserve(64 * 1024);
+        self.stream.read_buf(&mut self.buf).await
     }
 
     /// Reads the next request; `Ok(None)` when the peer closed between requests.
@@ -208,20 +210,24 @@ impl Connection {
         }
     }
 
-    /// Writes a status line and headers. `body_len: None` selects chunked encoding.
-    pub async fn write_head(
+    /// Queues a status line and headers. `body_len: None` selects chunked encoding.
+    pub fn queue_head(
         &mut self,
         status: u16,
         headers: &[(String, String)],
         body_len: Option<usize>,
         close: bool,
-    ) -> std::io::Result<()> {
+    ) {
+        use std::fmt::Write as _;
+        let out = &mut self.out;
         let mut head = format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status));
         for (name, value) in headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
+            let _ = write!(head, "{name}: {value}\r\n");
         }
         match body_len {
-            Some(len) => head.push_str(&format!("content-length: {len}\r\n")),
+            Some(len) => {
+                let _ = write!(head, "content-length: {len}\r\n");
+            }
             None => head.push_str("transfer-encoding: chunked\r\n"),
         }
         head.push_str(if close {
@@ -230,20 +236,43 @@ impl Connection {
             "connection: keep-alive\r\n"
         });
         head.push_str("\r\n");
-        self.stream.write_all(head.as_bytes()).await
+        out.extend_from_slice(head.as_bytes());
     }
 
-    /// Writes one chunk of a chunked body.
-    pub async fn write_chunk(&mut self, data: &[u8]) -> std::io::Result<()> {
-        let mut framed = format!("{:x}\r\n", data.len()).into_bytes();
-        framed.extend_from_slice(data);
-        framed.extend_from_slice(b"\r\n");
-        self.stream.write_all(&framed).await
+    /// Queues raw bytes (a `Content-Length` body or part of one).
+    pub fn queue(&mut self, data: &[u8]) {
+        self.out.extend_from_slice(data);
     }
 
-    /// Terminates a chunked body.
-    pub async fn write_last_chunk(&mut self) -> std::io::Result<()> {
-        self.stream.write_all(b"0\r\n\r\n").await
+    /// Queues one HTTP chunk holding `parts` back to back.
+    pub fn queue_chunk(&mut self, parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|part| part.len()).sum();
+        self.out
+            .extend_from_slice(format!("{len:x}\r\n").as_bytes());
+        for part in parts {
+            self.out.extend_from_slice(part);
+        }
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// Queues the end of a chunked body.
+    pub fn queue_last_chunk(&mut self) {
+        self.out.extend_from_slice(b"0\r\n\r\n");
+    }
+
+    /// Writes everything queued to the socket.
+    ///
+    /// Queued pieces go out together, as a server with a write buffer sends what it has
+    /// ready; a plan that wants them apart in time (a sleep, a stall, a reset, an endless
+    /// body) sends what is queued before it waits or closes, so timing-dependent faults land
+    /// exactly where the script puts them.
+    pub async fn send(&mut self) -> std::io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let result = self.stream.write_all(&self.out).await;
+        self.out.clear();
+        result
     }
 }
 

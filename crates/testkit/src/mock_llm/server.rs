@@ -64,6 +64,10 @@ pub struct MockOptions {
     pub port: u16,
     /// Also sends every recorded request here, as it arrives.
     pub record_sink: Option<UnboundedSender<RecordedRequest>>,
+    /// Forget requests once answered (and sent to the sink): [`MockServer::requests`] and
+    /// its kin then see none. For a long-running server process that only records to a
+    /// file, whose memory would otherwise grow with every request.
+    pub forget_requests: bool,
 }
 
 impl MockOptions {
@@ -74,6 +78,11 @@ impl MockOptions {
 
     pub fn record_sink(mut self, sink: UnboundedSender<RecordedRequest>) -> Self {
         self.record_sink = Some(sink);
+        self
+    }
+
+    pub fn forget_requests(mut self) -> Self {
+        self.forget_requests = true;
         self
     }
 }
@@ -93,6 +102,7 @@ struct Shared {
     script: Script,
     state: Mutex<State>,
     sink: Option<UnboundedSender<RecordedRequest>>,
+    forget_requests: bool,
     /// Woken after every recorded request.
     arrived: Notify,
 }
@@ -100,6 +110,9 @@ struct Shared {
 #[derive(Default)]
 struct State {
     cursor: Cursor,
+    /// Requests other than title side requests seen so far, kept or not: the next
+    /// request's number (a title request shares the number of the request after it).
+    numbered: u64,
     requests: Vec<RecordedRequest>,
     /// Session-title side requests the built-in rule answered ([`Served::Title`]).
     titles: Vec<RecordedRequest>,
@@ -135,6 +148,7 @@ impl MockServer {
             script,
             state: Mutex::new(State::default()),
             sink: options.record_sink,
+            forget_requests: options.forget_requests,
             arrived: Notify::new(),
         });
         let cancel = CancellationToken::new();
@@ -260,11 +274,18 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
     let path = request.path();
     let route = path.strip_prefix("/v1").unwrap_or(path);
-    let body_text = String::from_utf8_lossy(&request.body).into_owned();
-    let body: Option<Value> = if request.body.is_empty() {
-        None
+    // Parse the bytes as they came; only a body that is not valid UTF-8 JSON pays for the
+    // lossy copy (kept in the record, and parsed again in case the repair made it JSON).
+    let (body, body_text): (Option<Value>, Option<String>) = if request.body.is_empty() {
+        (None, None)
     } else {
-        serde_json::from_str(&body_text).ok()
+        match serde_json::from_slice(&request.body) {
+            Ok(body) => (Some(body), None),
+            Err(_) => {
+                let text = String::from_utf8_lossy(&request.body).into_owned();
+                (serde_json::from_str(&text).ok(), Some(text))
+            }
+        }
     };
     let mut headers: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in &request.headers {
@@ -277,7 +298,7 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
             .or_insert_with(|| value.clone());
     }
     let mut state = shared.state();
-    let number = u64::try_from(state.requests.len()).unwrap_or(u64::MAX);
+    let number = state.numbered;
     let (served, plan, delay) = match (route, request.method.as_str()) {
         ("/chat/completions", "POST") => match body.as_ref().filter(|b| b.is_object()) {
             None => {
@@ -354,20 +375,32 @@ fn respond(shared: &Shared, request: &HttpRequest) -> (Plan, Option<Duration>) {
         method: request.method.clone(),
         path: path.to_string(),
         headers,
-        raw_body: match (&body, request.body.is_empty()) {
-            (None, false) => Some(body_text),
-            _ => None,
-        },
+        raw_body: if body.is_none() { body_text } else { None },
         body: body.unwrap_or(Value::Null),
         served,
     };
-    if let Some(sink) = &shared.sink {
-        let _ = sink.send(recorded.clone());
+    let title = recorded.served == Served::Title;
+    if !title {
+        state.numbered += 1;
     }
-    if recorded.served == Served::Title {
-        state.titles.push(recorded);
-    } else {
-        state.requests.push(recorded);
+    let kept = match &shared.sink {
+        Some(sink) if shared.forget_requests => {
+            let _ = sink.send(recorded);
+            None
+        }
+        Some(sink) => {
+            let _ = sink.send(recorded.clone());
+            Some(recorded)
+        }
+        None if shared.forget_requests => None,
+        None => Some(recorded),
+    };
+    if let Some(recorded) = kept {
+        if title {
+            state.titles.push(recorded);
+        } else {
+            state.requests.push(recorded);
+        }
     }
     drop(state);
     shared.arrived.notify_waiters();
@@ -404,35 +437,39 @@ async fn run_plan(conn: &mut Connection, plan: Plan, close: bool) -> std::io::Re
             cut_at,
         } => {
             let close = close || cut_at.is_some();
-            conn.write_head(status, &headers, Some(body.len()), close)
-                .await?;
+            conn.queue_head(status, &headers, Some(body.len()), close);
             let sent = cut_at.map_or(body.as_slice(), |n| &body[..n.min(body.len())]);
-            conn.stream.write_all(sent).await?;
+            conn.queue(sent);
             finish(conn, close).await
         }
         Plan::Stream { headers, steps } => {
-            conn.write_head(200, &headers, None, close).await?;
+            conn.queue_head(200, &headers, None, close);
             for step in steps {
                 match step {
                     StreamStep::Event(payload) => {
-                        conn.write_chunk(format!("data: {payload}\n\n").as_bytes())
-                            .await?;
+                        conn.queue_chunk(&[b"data: ", payload.as_bytes(), b"\n\n"]);
                     }
-                    StreamStep::Raw(bytes) => conn.write_chunk(&bytes).await?,
+                    StreamStep::Raw(bytes) => conn.queue_chunk(&[&bytes]),
                     StreamStep::Forever(bytes) => loop {
                         // Ends with the write error of a peer that went away.
-                        conn.write_chunk(&bytes).await?;
+                        conn.queue_chunk(&[&bytes]);
+                        conn.send().await?;
                     },
-                    StreamStep::Sleep(delay) => tokio::time::sleep(delay).await,
+                    StreamStep::Sleep(delay) => {
+                        conn.send().await?;
+                        tokio::time::sleep(delay).await;
+                    }
                     StreamStep::Reset => {
+                        conn.send().await?;
                         reset(conn);
                         return Ok(After::Close);
                     }
                     StreamStep::Stall => {
+                        conn.send().await?;
                         hold_open(conn).await;
                         return Ok(After::Close);
                     }
-                    StreamStep::End => conn.write_last_chunk().await?,
+                    StreamStep::End => conn.queue_last_chunk(),
                 }
             }
             finish(conn, close).await
@@ -441,6 +478,7 @@ async fn run_plan(conn: &mut Connection, plan: Plan, close: bool) -> std::io::Re
 }
 
 async fn finish(conn: &mut Connection, close: bool) -> std::io::Result<After> {
+    conn.send().await?;
     conn.stream.flush().await?;
     if close {
         let _ = conn.stream.shutdown().await;

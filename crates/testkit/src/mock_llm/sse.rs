@@ -40,7 +40,7 @@ impl RenderContext {
         let prompt_chars = ["messages", "tools"]
             .iter()
             .filter_map(|key| body.get(key))
-            .map(|v| v.to_string().chars().count())
+            .map(json_chars)
             .sum();
         let last_tool_result = body
             .get("messages")
@@ -61,6 +61,27 @@ impl RenderContext {
             entry_index,
             last_tool_result,
         }
+    }
+}
+
+/// How many characters `value`'s compact JSON text has, counted as it is written rather
+/// than by building the text (a request's tools alone are tens of kilobytes).
+fn json_chars(value: &Value) -> usize {
+    struct Chars(usize);
+    impl std::io::Write for Chars {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            // Serialized JSON is UTF-8; every character has exactly one leading byte.
+            self.0 += bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut chars = Chars(0);
+    match serde_json::to_writer(&mut chars, value) {
+        Ok(()) => chars.0,
+        Err(_) => value.to_string().chars().count(),
     }
 }
 

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use dsh_testkit::mock_llm::{
-    IndexBy, MockServer, RecordedRequest, Reply, RuleMatch, Script, Served, DEFAULT_MODELS,
+    IndexBy, MockOptions, MockServer, RecordedRequest, Reply, RuleMatch, Script, Served,
+    DEFAULT_MODELS,
 };
 use serde_json::{json, Value};
 
@@ -213,6 +214,42 @@ async fn every_request_is_recorded_whole() {
         ),
         (1, "/models", &Served::Models)
     );
+    server.shutdown().await;
+}
+
+/// What `dsh-mock-llm` runs with: requests go to the record sink, numbered as always, and
+/// the server keeps none of them (its memory does not grow with a long run).
+#[tokio::test]
+async fn a_forgetting_server_numbers_and_sends_every_request_but_keeps_none() {
+    let (sink, mut records) = tokio::sync::mpsc::unbounded_channel();
+    let options = MockOptions::default().record_sink(sink).forget_requests();
+    let script = Script::new()
+        .respond(Reply::text("one"))
+        .respond(Reply::text("two"));
+    let server = MockServer::start_with(script, options).await.unwrap();
+    let mut client = RawClient::connect(server.addr()).await;
+    for _ in 0..2 {
+        let response = client
+            .request("POST", "/chat/completions", Some(&chat_body(true)))
+            .await;
+        assert_eq!(response.status, 200);
+    }
+    client.request("GET", "/models", None).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let record = records.recv().await.unwrap();
+        seen.push((record.number, record.served));
+    }
+    assert_eq!(
+        seen,
+        [
+            (0, Served::Response { index: 0 }),
+            (1, Served::Response { index: 1 }),
+            (2, Served::Models),
+        ]
+    );
+    assert!(server.requests().is_empty());
+    assert!(server.title_requests().is_empty());
     server.shutdown().await;
 }
 
