@@ -18,6 +18,7 @@ use crate::vocabulary::RequestContext;
 use dsh_protocol::{EpochHeader, Message, SessionId};
 use std::any::TypeId;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -103,6 +104,10 @@ struct Inner {
 pub(crate) struct State {
     pub(crate) log: Vec<Arc<SessionEvent>>,
     snapshot: Option<Arc<[Arc<SessionEvent>]>>,
+    /// Where the newest event of each plugin type sits in `log`, kept at every commit so
+    /// "the latest `plan-mode/set`" or "the latest title" is a lookup, not a scan of a log
+    /// that only grows.
+    newest_plugin: HashMap<String, usize>,
     pub(crate) fold: SurfaceFold,
     derived: Vec<Arc<Message>>,
     derived_nodes: usize,
@@ -142,6 +147,15 @@ impl State {
                 self.request_header = Some(Arc::new(canonical_header(&h.header)));
             }
             EventData::RequestContext(c) => self.request_context = Some(c.clone()),
+            EventData::Other { type_name, .. } => {
+                let at = self.log.len();
+                match self.newest_plugin.get_mut(type_name.as_str()) {
+                    Some(newest) => *newest = at,
+                    None => {
+                        self.newest_plugin.insert(type_name.clone(), at);
+                    }
+                }
+            }
             _ => {}
         }
         self.fold.apply(plan);
@@ -377,6 +391,17 @@ impl Session {
 
     pub fn last_event(&self) -> Option<Arc<SessionEvent>> {
         lock(&self.0.state).log.last().cloned()
+    }
+
+    /// The newest event of plugin type `T`, found without scanning the log.
+    ///
+    /// Per-step readers of a plugin's latest state (plan mode, the title) use this rather
+    /// than [`events`](Self::events), whose snapshot is rebuilt after every append: in a
+    /// long session that is a copy of the whole log per call.
+    pub fn newest<T: PluginEvent>(&self) -> Option<Arc<SessionEvent>> {
+        let state = lock(&self.0.state);
+        let at = *state.newest_plugin.get(T::TYPE)?;
+        state.log.get(at).cloned()
     }
 
     /// A copy of the current surface.

@@ -19,5 +19,7 @@ pub mod tool;
 
 pub use plugin::{PlanModeConfig, PlanModePlugin, PLAN_POLICY, PLAN_SECTION, PLAN_SECTION_ORDER};
 pub use refusal::refusal;
-pub use state::{fold_plan_mode, PlanMode, PlanModeSet, PlanState, SetOutcome, EVENT_TYPES};
+pub use state::{
+    fold_plan_mode, session_plan_mode, PlanMode, PlanModeSet, PlanState, SetOutcome, EVENT_TYPES,
+};
 pub use tool::{ExitPlanMode, EXIT_PLAN_MODE};

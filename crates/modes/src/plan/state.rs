@@ -34,6 +34,16 @@ pub fn fold_plan_mode(events: &[std::sync::Arc<SessionEvent>]) -> bool {
         .is_some_and(|set| set.active)
 }
 
+/// Whether plan mode is active in `session`: [`fold_plan_mode`] over its whole log, answered
+/// from the session's newest `plan/mode` instead of a scan, since it is asked at every step.
+pub fn session_plan_mode(session: &Session) -> bool {
+    session
+        .newest::<PlanModeSet>()
+        .and_then(|event| event.decode::<PlanModeSet>())
+        .and_then(Result::ok)
+        .is_some_and(|set| set.active)
+}
+
 /// Plan state at the last `request/header`: what the model was last told. `None` before the
 /// first request.
 fn plan_at_last_header(events: &[std::sync::Arc<SessionEvent>]) -> Option<bool> {
@@ -105,7 +115,7 @@ impl PlanMode {
     /// The logged state and any pending selection of `session`.
     pub fn state(&self, session: &Session) -> PlanState {
         PlanState {
-            active: fold_plan_mode(&session.events()),
+            active: session_plan_mode(session),
             pending: lock(&self.pending).get(session.id()).map(|p| p.active),
         }
     }

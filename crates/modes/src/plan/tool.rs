@@ -1,7 +1,7 @@
 //! `exit_plan_mode(plan)`: the plan goes to the person, who approves it (plan mode ends at
 //! the next step and the turn goes on) or keeps planning (with feedback for the model).
 
-use super::state::{fold_plan_mode, PlanMode};
+use super::state::{session_plan_mode, PlanMode};
 use crate::question::{
     Question, QuestionError, QuestionIntent, QuestionOption, QuestionRequest, UserQuestions,
 };
@@ -117,7 +117,7 @@ impl TypedTool for ExitPlanMode {
                 "exit_plan_mode requires a calling agent (no session to switch)",
             ));
         };
-        if !fold_plan_mode(&caller.session().events()) {
+        if !session_plan_mode(caller.session()) {
             return Err(failure(
                 "NOT_IN_PLAN_MODE",
                 "exit_plan_mode is only available in plan mode",

@@ -1,7 +1,7 @@
 //! `session/title` and `session/title-llm-request`, the original's log-only records.
 
 use dsh_protocol::Message;
-use dsh_session::{EventDeclaration, PluginEvent, SessionEvent};
+use dsh_session::{EventDeclaration, PluginEvent, Session, SessionEvent};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -70,6 +70,17 @@ pub static EVENT_TYPES: &[EventDeclaration] = &[
     EventDeclaration::of::<SessionTitle>(),
     EventDeclaration::of::<TitleLlmRequest>(),
 ];
+
+/// The latest title of `session`: [`fold_title`] over its whole log, answered from the
+/// session's newest title record without a scan (asked before every model request). Only
+/// when that record does not decode is the log scanned for an older one.
+pub fn session_title(session: &Session) -> Option<SessionTitle> {
+    let newest = session.newest::<SessionTitle>()?;
+    match newest.decode::<SessionTitle>() {
+        Some(Ok(title)) => Some(title),
+        _ => fold_title(&session.events()),
+    }
+}
 
 /// The latest title in `events`, if any (a record that does not decode is skipped).
 pub fn fold_title(events: &[Arc<SessionEvent>]) -> Option<SessionTitle> {

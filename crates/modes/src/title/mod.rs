@@ -16,6 +16,8 @@ pub mod normalize;
 pub mod request;
 pub mod service;
 
-pub use events::{fold_title, SessionTitle, TitleLlmRequest, TitleRoute, TitleSource, EVENT_TYPES};
+pub use events::{
+    fold_title, session_title, SessionTitle, TitleLlmRequest, TitleRoute, TitleSource, EVENT_TYPES,
+};
 pub use normalize::{fallback_title, normalize_title};
 pub use service::{SessionTitlePlugin, SessionTitles, TitleConfig, TitleError};

@@ -6,7 +6,7 @@
 //! gets a model title). A title a person gave (`rename`) pins the session: nothing automatic
 //! replaces it, and work in flight is dropped.
 
-use super::events::{fold_title, SessionTitle, TitleLlmRequest, TitleRoute, TitleSource};
+use super::events::{session_title, SessionTitle, TitleLlmRequest, TitleRoute, TitleSource};
 use super::normalize::{fallback_title, normalize_title};
 use super::request::{
     ask_for_title, framed_input, request_message, system_prompt, TitleCall, TitleInput,
@@ -165,7 +165,7 @@ impl SessionTitles {
 
     /// The latest title of `session`.
     pub fn get(&self, session: &Session) -> Option<SessionTitle> {
-        fold_title(&session.events())
+        session_title(session)
     }
 
     /// A person's title: normalized (blank is refused), logged with source `user`, and
@@ -218,11 +218,10 @@ impl SessionTitles {
     /// yet, and, for a top-level session's first prompt, the model title started beside it.
     fn before_request(self: &Arc<Self>, agent: &Arc<dyn Agent>, route: TitleRoute) {
         let session = agent.session();
-        let events = session.events();
-        if fold_title(&events).is_some() {
+        if session_title(session).is_some() {
             return;
         }
-        let inputs = eligible(&events);
+        let inputs = eligible(&session.events());
         let Some(first) = inputs.first().cloned() else {
             return;
         };
@@ -323,7 +322,7 @@ impl SessionTitles {
             return Err("the title model produced no text".into());
         }
         let pinned = matches!(
-            fold_title(&session.events()).map(|t| t.source),
+            session_title(session).map(|t| t.source),
             Some(TitleSource::User)
         );
         if pinned || !self.is_current(session.id(), revision) {

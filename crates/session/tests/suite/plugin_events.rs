@@ -92,6 +92,40 @@ fn a_validation_hook_refuses_with_a_typed_error_and_leaves_the_log_unchanged() {
     assert_eq!(session.len(), 1);
 }
 
+#[test]
+fn the_newest_event_of_a_type_is_found_after_appends_refusals_and_a_seed() {
+    register_event_types(GAUGE_TYPES).unwrap();
+    let session = session("newest");
+    assert!(session.newest::<GaugeSet>().is_none());
+    session.append_typed(&gauge(1)).unwrap();
+    session.append(turn_start(1), log_only()).unwrap();
+    session.append_typed(&gauge(2)).unwrap();
+    // A refused append is not the newest: it never entered the log.
+    session.append_typed(&gauge(11)).unwrap_err();
+    session.append(turn_end(1), log_only()).unwrap();
+    let newest = session.newest::<GaugeSet>().unwrap();
+    assert_eq!(newest.seq, 2);
+    assert_eq!(newest.decode::<GaugeSet>().unwrap().unwrap(), gauge(2));
+
+    // The same answer as scanning the log backwards, in a session built from a seed.
+    let seeded = seeded("newest-again", session.events().to_vec()).unwrap();
+    let scanned = seeded
+        .events()
+        .iter()
+        .rev()
+        .find(|e| e.is::<GaugeSet>())
+        .cloned();
+    assert_eq!(seeded.newest::<GaugeSet>(), scanned);
+    assert_eq!(seeded.newest::<GaugeSet>().map(|e| e.seq), Some(2));
+    seeded.append_typed(&gauge(7)).unwrap();
+    assert_eq!(
+        seeded
+            .newest::<GaugeSet>()
+            .map(|e| e.decode::<GaugeSet>().unwrap().unwrap()),
+        Some(gauge(7))
+    );
+}
+
 /// A type nobody registered: its events could not be read back, so appending is refused.
 #[derive(Serialize, Deserialize)]
 struct Unregistered {}

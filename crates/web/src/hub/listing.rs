@@ -35,7 +35,7 @@ fn status(live: Option<&LiveSession>) -> &'static str {
 
 /// A held session's latest `session/title`: its log may be ahead of the store's index.
 fn live_title(live: &LiveSession) -> Option<String> {
-    dsh_modes::title::fold_title(&live.handle.agent().session().events()).map(|t| t.title)
+    dsh_modes::title::session_title(live.handle.agent().session()).map(|t| t.title)
 }
 
 fn from_stored(stored: dsh_store::SessionSummary, live: Option<&LiveSession>) -> SessionSummary {
