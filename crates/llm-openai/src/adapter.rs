@@ -3,7 +3,7 @@
 use crate::config::{EnvLookup, OpenAiConfig, RouteConfig, DEEPSEEK_ROUTE};
 use crate::status::http_failure;
 use crate::translate::StreamDecoder;
-use crate::wire::request_bytes;
+use crate::wire::RequestEncoder;
 use bytes::Bytes;
 use dsh_kernel::Context;
 use dsh_llm::{
@@ -48,6 +48,8 @@ pub struct OpenAiAdapter {
     /// Where image bytes come from: the `dyn ImageStore` service of this context, looked up
     /// per request (the store may be mounted after the adapter).
     services: Option<Context>,
+    /// Encodes request bodies, keeping the encoded tool lists this route sends every step.
+    encoder: RequestEncoder,
 }
 
 impl fmt::Debug for OpenAiAdapter {
@@ -101,6 +103,7 @@ impl OpenAiAdapter {
             extra_headers,
             user_id: None,
             services: None,
+            encoder: RequestEncoder::default(),
         })
     }
 
@@ -195,7 +198,7 @@ impl OpenAiAdapter {
             .as_ref()
             .and_then(|ctx| ctx.get::<dyn dsh_attachments::ImageStore>());
         let images = crate::images::resolve(&request, store).await;
-        let body = request_bytes(&request, &self.route, &images)?;
+        let body = self.encoder.encode(&request, &self.route, &images)?;
         let headers = self.headers(&request)?;
         let base_url = self.route.resolve_base_url(self.env.as_ref());
         // A URL that cannot be one fails here, as configuration, not as a transport failure

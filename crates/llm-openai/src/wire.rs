@@ -7,8 +7,11 @@ use dsh_attachments::ImageRef;
 use dsh_llm::{LlmError, LlmRequest};
 use dsh_protocol::{codes, ContentBlock, Message, Role, ToolSchema};
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// What an empty tool result is sent as: the wire refuses empty tool messages.
 pub const EMPTY_TOOL_OUTPUT: &str = "(no output)";
@@ -48,6 +51,77 @@ pub fn request_bytes(
     serde_json::to_vec(&body).map_err(unserializable)
 }
 
+/// How many distinct tool lists a [`RequestEncoder`] keeps encoded: an agent and the
+/// subagents it runs each have their own, and each resends it at every step.
+const REMEMBERED_TOOL_LISTS: usize = 8;
+
+/// Writes request bodies like [`request_bytes`], keeping the encoded `tools` array of the
+/// tool lists it sent last.
+///
+/// A step resends every schema (tens of kilobytes with the built-in tools, MCP tools and
+/// the history tools), and the schemas are shared (`Arc`) from one step to the next, so a
+/// list whose every schema is the same shared value as a remembered one is sent as the
+/// remembered text. The entries hold those `Arc`s, so an address cannot be reused for other
+/// text while it is remembered; a list that differs in any way is encoded afresh.
+#[derive(Default)]
+pub struct RequestEncoder {
+    recent: Mutex<VecDeque<EncodedTools>>,
+}
+
+struct EncodedTools {
+    schemas: Vec<ToolSchema>,
+    text: Arc<RawValue>,
+}
+
+impl RequestEncoder {
+    /// The body of `request` on `route`: the same bytes as [`request_bytes`].
+    pub fn encode(
+        &self,
+        request: &LlmRequest,
+        route: &RouteConfig,
+        images: &RequestImages,
+    ) -> Result<Vec<u8>, LlmError> {
+        let mut body = wire_body(request, route, images)?;
+        for (_, field) in &mut body.fields {
+            if let Field::Tools(tools) = field {
+                *field = Field::Encoded(self.tools_text(tools)?);
+            }
+        }
+        serde_json::to_vec(&body).map_err(unserializable)
+    }
+
+    fn tools_text(&self, tools: &[ToolSchema]) -> Result<Arc<RawValue>, LlmError> {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        // Newest last: a hit moves to the back, the front is forgotten first.
+        let hit = recent.iter().position(|e| same_schemas(&e.schemas, tools));
+        if let Some(entry) = hit.and_then(|at| recent.remove(at)) {
+            let text = Arc::clone(&entry.text);
+            recent.push_back(entry);
+            return Ok(text);
+        }
+        let text = serde_json::to_string(&WireTools(tools)).map_err(unserializable)?;
+        let text: Arc<RawValue> = RawValue::from_string(text).map_err(unserializable)?.into();
+        if recent.len() == REMEMBERED_TOOL_LISTS {
+            recent.pop_front();
+        }
+        recent.push_back(EncodedTools {
+            schemas: tools.to_vec(),
+            text: Arc::clone(&text),
+        });
+        Ok(text)
+    }
+}
+
+/// The same schemas: equal names and the very same shared description and parameters.
+fn same_schemas(remembered: &[ToolSchema], tools: &[ToolSchema]) -> bool {
+    remembered.len() == tools.len()
+        && remembered.iter().zip(tools).all(|(a, b)| {
+            a.name == b.name
+                && Arc::ptr_eq(&a.description, &b.description)
+                && Arc::ptr_eq(&a.parameters, &b.parameters)
+        })
+}
+
 fn unserializable(error: serde_json::Error) -> LlmError {
     LlmError::new(codes::INVALID_REQUEST, "request body is not serializable").with_source(error)
 }
@@ -63,6 +137,8 @@ enum Field<'a> {
     /// step; building it as a `Value` first copied every text of it twice).
     Messages(Vec<WireMessage<'a>>),
     Tools(&'a [ToolSchema]),
+    /// The `tools` array already encoded ([`RequestEncoder`]).
+    Encoded(Arc<RawValue>),
 }
 
 /// One chat-completions message, borrowing the request's texts where they go out as
@@ -165,6 +241,7 @@ impl Serialize for WireBody<'_> {
                 Field::Tools(tools) => {
                     map.serialize_entry(key, &WireTools(tools))?;
                 }
+                Field::Encoded(text) => map.serialize_entry(key, &**text)?,
             }
         }
         map.end()

@@ -97,6 +97,63 @@ fn full_conversation_maps_to_the_wire_shape() {
     );
 }
 
+/// The encoder the adapter uses reuses the encoded `tools` array of a list it has sent, and
+/// only of the very same shared schemas: every body is byte for byte what `request_bytes`
+/// writes, through hits, a schema whose text changed behind an equal name, a copy with the
+/// same text, and more lists than it remembers.
+#[test]
+fn the_encoder_writes_what_request_bytes_writes_whatever_it_remembers() {
+    let route = RouteConfig::deepseek();
+    let images = RequestImages::default();
+    let encoder = RequestEncoder::default();
+    let schema = |name: &str, description: &str| {
+        ToolSchema::new(
+            name,
+            description,
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        )
+    };
+    let mut request = deepseek_request(vec![Message::user_text("go")]);
+    let check = |request: &LlmRequest| {
+        let expected = request_bytes(request, &route, &images).unwrap();
+        let encoded = encoder.encode(request, &route, &images).unwrap();
+        assert_eq!(
+            String::from_utf8(encoded).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    };
+    let first = vec![schema("read", "Reads."), schema("write", "Writes.")];
+    request.tools = Some(first.clone());
+    check(&request);
+    check(&request); // remembered
+                     // The same name with a new description, then new parameters, the rest shared: not the
+                     // remembered list.
+    let described = ToolSchema {
+        description: "Writes files.".into(),
+        ..first[1].clone()
+    };
+    request.tools = Some(vec![first[0].clone(), described]);
+    check(&request);
+    let parameterized = ToolSchema {
+        parameters: Arc::new(json!({"type": "object"})),
+        ..first[1].clone()
+    };
+    request.tools = Some(vec![first[0].clone(), parameterized]);
+    check(&request);
+    // Equal text in new allocations: encoded afresh, and still right.
+    request.tools = Some(vec![schema("read", "Reads."), schema("write", "Writes.")]);
+    check(&request);
+    // More lists than are remembered, then the first again.
+    for n in 0..(REMEMBERED_TOOL_LISTS + 2) {
+        request.tools = Some(vec![schema(&format!("tool_{n}"), "A tool.")]);
+        check(&request);
+    }
+    request.tools = Some(first);
+    check(&request);
+    request.tools = None;
+    check(&request);
+}
+
 /// The adapter sends `request_bytes`, which serializes the tool schemas from the request's
 /// shared values instead of building them into the body value: the bytes must be exactly
 /// the body's JSON text, key order included (a snapshot of the whole request).
