@@ -247,13 +247,12 @@ impl Skills {
     }
 }
 
-/// The newest `skills/catalog` in `session`'s log (a resumed session's baseline).
+/// The newest `skills/catalog` in `session`'s log (a resumed session's baseline). Asked at
+/// every step while the session has no catalog to remember (no skills), so it is a lookup.
 fn last_recorded(session: &Session) -> Option<Vec<CatalogEntry>> {
     session
-        .events()
-        .iter()
-        .rev()
-        .find_map(|event| event.decode::<SkillCatalog>())
+        .newest::<SkillCatalog>()
+        .and_then(|event| event.decode::<SkillCatalog>())
         .and_then(Result::ok)
         .map(|record| record.entries)
 }
