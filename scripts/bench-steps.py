@@ -2,7 +2,7 @@
 """Per-step cost of a whole `dsh run` (issue 21): a 20-step `read` turn against
 `dsh-mock-llm` versus a 1-step turn, run in pairs.
 
-Usage: scripts/bench-steps.py [PAIRS] [BIN_DIR] [BASELINE_BIN_DIR]
+Usage: scripts/bench-steps.py [--steps N] [PAIRS] [BIN_DIR] [BASELINE_BIN_DIR]
 
 PAIRS defaults to 30; BIN_DIR to $CARGO_TARGET_DIR/release (or target/release). Build first:
 `cargo build --release -p dsh-cli -p dsh-testkit --bins`. With BASELINE_BIN_DIR (a copy of
@@ -18,6 +18,11 @@ CPU time (user + system, from `getrusage` of the finished child, like `perf stat
 task-clock`) is printed beside it, since on a shared machine the wall time also holds waits
 for a core. Prints min / median / max over the pairs, the two runs' medians, and the load
 average before and after.
+
+`--steps N` (default 20, the budget's figure) runs N-step turns instead of 20-step ones: a
+longer turn ends with a longer log, so work that grows with the log shows in the figure.
+Also printed: the mock server's own CPU time per request (from `/proc/<pid>/schedstat`),
+since `dsh` waits for its answers and that time is part of every step's wall time.
 """
 
 import json
@@ -29,7 +34,7 @@ import sys
 import tempfile
 import time
 
-STEPS = 20
+STEPS = 20  # the budget's turn; `--steps N` changes it
 
 
 def start_mock(bin_dir, script_path):
@@ -58,6 +63,15 @@ def write_script(path, steps):
         json.dump({"index_by": "assistant_turns", "responses": responses}, f)
 
 
+def mock_cpu_ns(mock):
+    """CPU time the mock process has used so far, in nanoseconds (Linux schedstat)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{mock.pid}/task"):
+        with open(f"/proc/{mock.pid}/task/{tid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total
+
+
 def load():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -75,6 +89,15 @@ def spread(values):
 
 
 def main():
+    global STEPS
+    command = "scripts/bench-steps.py " + " ".join(sys.argv[1:])
+    args = sys.argv[1:]
+    if len(args) >= 2 and args[0] == "--steps":
+        STEPS = int(args[1])
+        args = args[2:]
+        if STEPS < 2:
+            sys.exit("--steps must be at least 2")
+    sys.argv = [sys.argv[0]] + args
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
@@ -120,6 +143,8 @@ def main():
                     run(name, 1)
                     run(name, STEPS)
             before = load()
+            mock_before = {steps: (mock_cpu_ns(m), m) for steps, (m, _) in mocks.items()}
+            requests = {steps: 0 for steps in mocks}
             results = {name: {"wall": [], "cpu": [], "ones": [], "many": []}
                        for name in binaries}
             for pair in range(pairs):
@@ -134,20 +159,30 @@ def main():
                     r["many"].append(twenty[0])
                     r["wall"].append((twenty[0] - one[0]) / (STEPS - 1))
                     r["cpu"].append((twenty[1] - one[1]) / (STEPS - 1))
+                    requests[1] += 1
+                    requests[STEPS] += STEPS
             after = load()
+            mock_per_request = {
+                steps: (mock_cpu_ns(m) - ns) / requests[steps] / 1e9
+                for steps, (ns, m) in mock_before.items()
+            }
         finally:
             for mock, _ in mocks.values():
                 mock.terminate()
                 mock.wait()
     ms = lambda s: f"{s * 1000:.3f} ms"
     print(f"load average before / after (1/5/15 min): {before} / {after}")
+    print(f"mock server CPU per model request (its title side request included): "
+          f"{ms(mock_per_request[STEPS])} in the {STEPS}-step runs, "
+          f"{ms(mock_per_request[1])} in the 1-step runs")
     for name, r in results.items():
         print(f"[{name}: {binaries[name]}]")
         print(f"  {pairs} pairs; 1-step run median {ms(statistics.median(r['ones']))}, "
               f"{STEPS}-step run median {ms(statistics.median(r['many']))}")
-        print(f"  per extra read step, wall: {spread(r['wall'])}  (budget 0.6 ms at the median)")
+        budget = "  (budget 0.6 ms at the median)" if STEPS == 20 else ""
+        print(f"  per extra read step, wall: {spread(r['wall'])}{budget}")
         print(f"  per extra read step, CPU:  {spread(r['cpu'])}")
-    print("command: scripts/bench-steps.py " + " ".join(sys.argv[1:]))
+    print(f"command: {command}")
 
 
 if __name__ == "__main__":

@@ -360,7 +360,9 @@ impl Session {
     }
 
     /// The whole log. The snapshot is cached until the next append, so repeated reads are
-    /// cheap; a snapshot never grows.
+    /// cheap; a snapshot never grows. After an append it is rebuilt, a copy of the whole
+    /// log: code that runs every step reads [`newest`](Self::newest) or
+    /// [`events_from`](Self::events_from) instead.
     pub fn events(&self) -> Arc<[Arc<SessionEvent>]> {
         let mut state = lock(&self.0.state);
         if let Some(snapshot) = &state.snapshot {
