@@ -219,7 +219,6 @@ impl Connection {
         close: bool,
     ) {
         use std::fmt::Write as _;
-        let out = &mut self.out;
         let mut head = format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status));
         for (name, value) in headers {
             let _ = write!(head, "{name}: {value}\r\n");
@@ -236,7 +235,7 @@ impl Connection {
             "connection: keep-alive\r\n"
         });
         head.push_str("\r\n");
-        out.extend_from_slice(head.as_bytes());
+        self.out.extend_from_slice(head.as_bytes());
     }
 
     /// Queues raw bytes (a `Content-Length` body or part of one).
