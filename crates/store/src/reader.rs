@@ -19,7 +19,7 @@ use crate::header::{HeaderError, LogHeader};
 use crate::paths::Compression;
 
 mod scan;
-pub(crate) use scan::{parse_records, LogBytes};
+pub(crate) use scan::{parse_records, parse_records_working, Ahead, LogBytes};
 
 /// A log as read from disk, ready to be repaired and resumed.
 #[derive(Clone, Debug, PartialEq)]

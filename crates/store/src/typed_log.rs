@@ -19,9 +19,12 @@ use dsh_session::{SessionError, SessionEvent};
 
 use crate::chunk_rows;
 use crate::error::StoreError;
+use crate::frames::FrameWork;
 use crate::header::LogHeader;
 use crate::paths::Compression;
-use crate::reader::{decode_value_line, parse_records, LineError, LogBytes, TornReason, TornTail};
+use crate::reader::{
+    decode_value_line, parse_records_working, Ahead, LineError, LogBytes, TornReason, TornTail,
+};
 use crate::typed_rows;
 
 /// A log as read from disk, its events typed.
@@ -93,7 +96,7 @@ pub(crate) fn read_typed(
     parse_typed(path, compression, LogBytes::open(path)?, expected_id)
 }
 
-fn parse_typed(
+pub(crate) fn parse_typed(
     path: &Path,
     compression: Compression,
     data: LogBytes<'_>,
@@ -101,12 +104,24 @@ fn parse_typed(
 ) -> Result<(TypedLog, Option<SessionError>), StoreError> {
     let mut events = Vec::new();
     let mut refused = None;
-    let shell = parse_records(
+    // Lines the decoding thread typed ahead, for the frame being scanned.
+    let ahead = std::cell::RefCell::new(TypedAhead::default());
+    let shell = parse_records_working(
         path,
         compression,
         data,
         expected_id,
-        &mut |text, next_seq| decode_typed_line(text, next_seq, &mut events, &mut refused),
+        Ahead {
+            work: &TypeLines,
+            arrive: &mut |text, done| ahead.borrow_mut().arrive(text, done),
+        },
+        &mut |text, next_seq| {
+            let typed = ahead
+                .borrow_mut()
+                .take(text)
+                .unwrap_or_else(|| type_line(text));
+            admit(typed, text, next_seq, &mut events, &mut refused)
+        },
     )?;
     let log = TypedLog {
         path: path.to_owned(),
@@ -119,6 +134,86 @@ fn parse_typed(
     Ok((log, refused))
 }
 
+/// A line typed on its own, before its place in the log is known.
+pub(crate) enum TypedLine {
+    /// A packed row's events.
+    Run(Vec<Arc<SessionEvent>>),
+    /// One event of a usual shape.
+    One(Arc<SessionEvent>),
+    /// Anything else: decoded the general way when its turn comes.
+    Unusual,
+}
+
+/// Types a line on the fast path alone. A pure function of the text, so it gives the same
+/// on whichever thread it runs.
+pub(crate) fn type_line(text: &[u8]) -> TypedLine {
+    match leading_type(text) {
+        Some(record_type) if chunk_rows::is_packed_row_type(record_type) => {
+            typed_rows::unpack_line(text).map_or(TypedLine::Unusual, TypedLine::Run)
+        }
+        Some(_) => SessionEvent::from_json_slice(text)
+            .map_or(TypedLine::Unusual, |event| TypedLine::One(Arc::new(event))),
+        None => TypedLine::Unusual,
+    }
+}
+
+/// The frame work of the typed read: every line of a complete frame typed on the decoding
+/// thread, each with its offset in the frame's text.
+struct TypeLines;
+
+impl FrameWork for TypeLines {
+    type Done = Vec<(usize, TypedLine)>;
+
+    fn work(&self, text: &[u8]) -> Self::Done {
+        let mut typed = Vec::new();
+        let mut start = 0;
+        while start < text.len() {
+            let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+            let line = &text[start..end];
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                typed.push((start, type_line(line)));
+            }
+            start = end + 1;
+        }
+        typed
+    }
+}
+
+/// The typed-ahead lines of the frame being scanned, matched to the scan's lines by where
+/// they start in the frame's text.
+struct TypedAhead {
+    /// Where the frame's text starts in memory.
+    frame_start: usize,
+    /// The frame's lines typed ahead, in order, the next one to be scanned first.
+    lines: std::iter::Peekable<std::vec::IntoIter<(usize, TypedLine)>>,
+}
+
+impl Default for TypedAhead {
+    fn default() -> Self {
+        TypedAhead {
+            frame_start: 0,
+            lines: Vec::new().into_iter().peekable(),
+        }
+    }
+}
+
+impl TypedAhead {
+    fn arrive(&mut self, frame_text: &[u8], done: Option<Vec<(usize, TypedLine)>>) {
+        self.frame_start = frame_text.as_ptr() as usize;
+        self.lines = done.unwrap_or_default().into_iter().peekable();
+    }
+
+    /// The typed-ahead form of the line `text` (a slice of the current frame's text).
+    fn take(&mut self, text: &[u8]) -> Option<TypedLine> {
+        let offset = (text.as_ptr() as usize).checked_sub(self.frame_start)?;
+        // Lines the scan does not decode (the header) are passed over.
+        while self.lines.next_if(|(at, _)| *at < offset).is_some() {}
+        self.lines
+            .next_if(|(at, _)| *at == offset)
+            .map(|(_, typed)| typed)
+    }
+}
+
 /// The `type` of a record written the usual way (`{"type":"…"` first, no escapes).
 fn leading_type(text: &[u8]) -> Option<&str> {
     let rest = text.strip_prefix(br#"{"type":""#)?;
@@ -129,7 +224,22 @@ fn leading_type(text: &[u8]) -> Option<&str> {
     std::str::from_utf8(&rest[..end]).ok()
 }
 
+/// The typed reader's line decoder without lines typed ahead (the reader tests compare the
+/// scan with the old whole-file reader through it).
+#[cfg(test)]
 pub(crate) fn decode_typed_line(
+    text: &[u8],
+    next_seq: u64,
+    events: &mut Vec<Arc<SessionEvent>>,
+    refused: &mut Option<SessionError>,
+) -> Result<u64, LineError> {
+    admit(type_line(text), text, next_seq, events, refused)
+}
+
+/// Adds a typed line's events to the log once their seqs are checked; an unusual line is
+/// decoded exactly as the general reader does, then typed.
+fn admit(
+    typed: TypedLine,
     text: &[u8],
     next_seq: u64,
     events: &mut Vec<Arc<SessionEvent>>,
@@ -141,30 +251,25 @@ pub(crate) fn decode_typed_line(
             found: Some(found),
         })
     };
-    match leading_type(text) {
-        Some(record_type) if chunk_rows::is_packed_row_type(record_type) => {
-            if let Some(run) = typed_rows::unpack_line(text) {
-                let first = run.first().map_or(next_seq, |e| e.seq);
-                if first != next_seq {
-                    return Err(gap(first));
-                }
-                let count = run.len() as u64;
-                events.extend(run);
-                return Ok(count);
+    match typed {
+        TypedLine::Run(run) => {
+            let first = run.first().map_or(next_seq, |e| e.seq);
+            if first != next_seq {
+                return Err(gap(first));
             }
+            let count = run.len() as u64;
+            events.extend(run);
+            return Ok(count);
         }
-        Some(_) => {
-            if let Ok(event) = SessionEvent::from_json_slice(text) {
-                if event.seq != next_seq {
-                    return Err(gap(event.seq));
-                }
-                events.push(Arc::new(event));
-                return Ok(1);
+        TypedLine::One(event) => {
+            if event.seq != next_seq {
+                return Err(gap(event.seq));
             }
+            events.push(event);
+            return Ok(1);
         }
-        None => {}
+        TypedLine::Unusual => {}
     }
-    // Anything unusual: decode exactly as the general reader does, then type.
     let mut values = Vec::new();
     let count = decode_value_line(text, next_seq, &mut values)?;
     for value in &values {

@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::{holds_turn_end, LineDecoder, LineError, LogShell, TornReason, TornTail};
 use crate::error::{FrameLocation, RecordLocation, StoreError};
-use crate::frames::{self, Compressed, DecodedFrame, FramesEnd, ReadWindow, WINDOW_BYTES};
+use crate::frames::{
+    self, Compressed, DecodedFrame, FrameWork, FramesEnd, NoWork, ReadWindow, WINDOW_BYTES,
+};
 use crate::header::{HeaderError, LogHeader};
 use crate::paths::Compression;
 
@@ -271,6 +273,34 @@ pub(crate) fn parse_records<R: Read + Send>(
     expected_id: Option<&str>,
     decode: &mut LineDecoder<'_>,
 ) -> Result<LogShell, StoreError> {
+    let ahead = Ahead {
+        work: &NoWork,
+        arrive: &mut |_, _| {},
+    };
+    parse_records_working(path, compression, data, expected_id, ahead, decode)
+}
+
+/// Frame work for the decoding thread to do ahead (see [`FrameWork`]), and where its
+/// results go: `arrive` gets each zstd frame's text, with the work's result when it was
+/// done for that frame, just before the frame's lines go to the decoder.
+pub(crate) struct Ahead<'a, W: FrameWork> {
+    pub work: &'a W,
+    pub arrive: &'a mut Arrive<'a, W::Done>,
+}
+
+/// Takes a frame's text, and the frame work's result if it was done for it.
+pub(crate) type Arrive<'a, D> = dyn FnMut(&[u8], Option<D>) + 'a;
+
+/// [`parse_records`] with frame work done ahead where the decoding thread has time for it.
+pub(crate) fn parse_records_working<R: Read + Send, W: FrameWork>(
+    path: &Path,
+    compression: Compression,
+    data: LogBytes<'_, R>,
+    expected_id: Option<&str>,
+    ahead: Ahead<'_, W>,
+    decode: &mut LineDecoder<'_>,
+) -> Result<LogShell, StoreError> {
+    let Ahead { work, arrive } = ahead;
     let mut scan = RecordScan {
         path,
         expected_id,
@@ -301,8 +331,9 @@ pub(crate) fn parse_records<R: Read + Send>(
     let mut next_line = 1;
     let mut frames_seen = 0u64;
     let mut end_tail = None;
-    let mut on_frame = |frame: DecodedFrame<'_>| {
+    let mut on_frame = |frame: DecodedFrame<'_>, done: Option<W::Done>| {
         frames_seen += 1;
+        arrive(frame.text, done);
         let mut first_line = None;
         next_line = split_lines(
             frame.text,
@@ -322,9 +353,12 @@ pub(crate) fn parse_records<R: Read + Send>(
         }
     };
     let (end, file_len) = match data {
-        LogBytes::Memory(data) => (frames::visit_frames(data, &mut on_frame), data.len()),
+        LogBytes::Memory(data) => (
+            frames::visit_frames_working(data, work, &mut on_frame),
+            data.len(),
+        ),
         LogBytes::Read(mut window) => (
-            frames::visit_frames(&mut window, &mut on_frame),
+            frames::visit_frames_working(&mut window, work, &mut on_frame),
             window.read_len(),
         ),
     };

@@ -370,6 +370,23 @@ fn assert_scan_agrees(compression: Compression, data: &[u8], what: &str) {
         assert_eq!(scan.0, whole.0, "general reader, {how}, {what}");
         assert_eq!(scan.1, whole.1, "typed reader, {how}, {what}");
     }
+    if compression == Compression::Zstd {
+        let ahead = frames::forcing_work_ahead(|| typed_read(data));
+        assert_eq!(ahead, whole.1, "typed reader, lines typed ahead, {what}");
+    }
+}
+
+/// The typed reader itself (`read_typed_log`'s parse) over a log in memory.
+fn typed_read(data: &[u8]) -> Outcome {
+    let path = Path::new("/logs/session.jsonl");
+    crate::typed_log::parse_typed(path, Compression::Zstd, LogBytes::memory(data), None)
+        .map(|(log, refused)| {
+            let refused = refused
+                .map(|e| vec![Value::String(e.to_string())])
+                .unwrap_or_default();
+            (log.header, refused, log.events, log.torn_tail)
+        })
+        .map_err(|e| format!("{}: {e}", e.code()))
 }
 
 fn fixture_lines(scenario: &str) -> Vec<Vec<u8>> {
