@@ -406,6 +406,12 @@ impl Session {
         state.log.get(at).cloned()
     }
 
+    /// The newest event of plugin type `T`, decoded: `Some(Err)` when it does not decode
+    /// (another writer shaped it differently), `None` when the log has none.
+    pub fn newest_decoded<T: PluginEvent>(&self) -> Option<Result<T, SessionError>> {
+        self.newest::<T>()?.decode::<T>()
+    }
+
     /// A copy of the current surface.
     pub fn surface(&self) -> Surface {
         lock(&self.0.state).fold.surface.clone()

@@ -251,9 +251,8 @@ impl Skills {
 /// every step while the session has no catalog to remember (no skills), so it is a lookup.
 fn last_recorded(session: &Session) -> Option<Vec<CatalogEntry>> {
     session
-        .newest::<SkillCatalog>()
-        .and_then(|event| event.decode::<SkillCatalog>())
-        .and_then(Result::ok)
+        .newest_decoded::<SkillCatalog>()?
+        .ok()
         .map(|record| record.entries)
 }
 

@@ -38,8 +38,7 @@ pub fn fold_plan_mode(events: &[std::sync::Arc<SessionEvent>]) -> bool {
 /// from the session's newest `plan/mode` instead of a scan, since it is asked at every step.
 pub fn session_plan_mode(session: &Session) -> bool {
     session
-        .newest::<PlanModeSet>()
-        .and_then(|event| event.decode::<PlanModeSet>())
+        .newest_decoded::<PlanModeSet>()
         .and_then(Result::ok)
         .is_some_and(|set| set.active)
 }

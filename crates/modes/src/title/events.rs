@@ -75,10 +75,9 @@ pub static EVENT_TYPES: &[EventDeclaration] = &[
 /// session's newest title record without a scan (asked before every model request). Only
 /// when that record does not decode is the log scanned for an older one.
 pub fn session_title(session: &Session) -> Option<SessionTitle> {
-    let newest = session.newest::<SessionTitle>()?;
-    match newest.decode::<SessionTitle>() {
-        Some(Ok(title)) => Some(title),
-        _ => fold_title(&session.events()),
+    match session.newest_decoded::<SessionTitle>()? {
+        Ok(title) => Some(title),
+        Err(_) => fold_title(&session.events()),
     }
 }
 

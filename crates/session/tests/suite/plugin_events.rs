@@ -119,11 +119,10 @@ fn the_newest_event_of_a_type_is_found_after_appends_refusals_and_a_seed() {
     assert_eq!(seeded.newest::<GaugeSet>().map(|e| e.seq), Some(2));
     seeded.append_typed(&gauge(7)).unwrap();
     assert_eq!(
-        seeded
-            .newest::<GaugeSet>()
-            .map(|e| e.decode::<GaugeSet>().unwrap().unwrap()),
+        seeded.newest_decoded::<GaugeSet>().map(Result::unwrap),
         Some(gauge(7))
     );
+    assert!(session.newest_decoded::<Unregistered>().is_none());
 }
 
 /// A type nobody registered: its events could not be read back, so appending is refused.
