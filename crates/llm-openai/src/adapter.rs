@@ -505,9 +505,10 @@ pub fn register_routes(
 
 /// An HTTP client built on first use and shared by its clones.
 ///
-/// Building a rustls client reads and parses every root certificate of the system (tens of
-/// milliseconds, most of a workspace's boot), so no surface pays it before its first model
-/// request: `dsh acp`'s `session/new`, `dsh sessions ...` and a resume never do.
+/// Building a client sets up its connection pool, resolver and TLS configuration, so no
+/// surface pays for it before its first model request: `dsh acp`'s `session/new`,
+/// `dsh sessions ...` and a resume never do. (The system's root certificates, the costly
+/// part, wait for the first TLS handshake: `dsh_http_client`.)
 #[derive(Clone, Default)]
 pub struct LazyClient(Arc<OnceLock<reqwest::Client>>);
 
@@ -543,10 +544,8 @@ impl fmt::Debug for LazyClient {
     }
 }
 
-/// `reqwest::Client::builder()` after installing ring as rustls's process-wide provider: the
-/// workspace builds reqwest 0.13 without its aws-lc-rs default (docs/mcp.md), so every client
-/// must be built through here (or install the provider itself).
+/// The model client's builder: [`dsh_http_client::builder`] (ring as rustls's provider, the
+/// system roots read on the first TLS handshake rather than on every start).
 pub fn client_builder() -> reqwest::ClientBuilder {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    dsh_http_client::builder()
 }

@@ -3,15 +3,8 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::collections::BTreeMap;
 
-/// Installs ring as rustls's process-wide provider (the workspace builds reqwest without
-/// its aws-lc-rs default); idempotent.
-pub fn install_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// A client that sends `headers` on every request.
 pub(crate) fn client(headers: &BTreeMap<String, String>) -> Result<reqwest::Client, String> {
-    install_tls_provider();
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -20,7 +13,7 @@ pub(crate) fn client(headers: &BTreeMap<String, String>) -> Result<reqwest::Clie
             .map_err(|error| format!("invalid value for header `{name}`: {error}"))?;
         map.insert(name, value);
     }
-    reqwest::Client::builder()
+    dsh_http_client::builder()
         .default_headers(map)
         .build()
         .map_err(|error| format!("cannot build the HTTP client: {error}"))

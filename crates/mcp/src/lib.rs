@@ -30,7 +30,6 @@ pub use config::{
     McpApproval, McpPluginConfig, McpServerConfig, McpTransport, ReconnectPolicy,
     DEFAULT_STARTUP_TIMEOUT_MS, DEFAULT_TOOL_TIMEOUT_MS,
 };
-pub use http::install_tls_provider;
 pub use naming::public_tool_name;
 pub use plugin::McpPlugin;
 pub use status::{McpNotice, McpServerStatus, McpState, McpStatusBoard};

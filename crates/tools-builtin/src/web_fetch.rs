@@ -250,9 +250,8 @@ async fn request(
     let remaining = deadline
         .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(1));
-    // reqwest is built without a default crypto provider (docs/mcp.md): ring, once.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
+    // A client per fetch: the system roots are read once per process, not per client.
+    let mut builder = dsh_http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(remaining)
         .user_agent(USER_AGENT)
