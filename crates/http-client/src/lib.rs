@@ -8,7 +8,7 @@
 //!   provider before any client is built.
 //! - **System roots, read when they are first needed.** reqwest's own TLS setup reads the
 //!   system's root certificates (the bundle, and every file of `$SSL_CERT_DIR` when that is
-//!   set) while the client is *built*. That cost about 2 ms of CPU and wall time on every
+//!   set) while the client is *built*. That cost about 3 ms of CPU and wall time on every
 //!   `dsh run` (measured with `perf stat` on a one-step run, docs/performance.md), on a
 //!   plain-`http` endpoint that never uses them, and again on every `web_fetch`, which builds
 //!   a client per fetch. Here the roots are read on the first TLS handshake of the process,
