@@ -231,13 +231,7 @@ impl OpenAiAdapter {
             () = cancel.cancelled() => return Err(aborted()),
             sent = tokio::time::timeout(idle, send) => match sent {
                 Err(_) => return Err(idle_timeout(idle)),
-                Ok(Err(error)) => {
-                    return Err(LlmError::new(
-                        codes::TRANSPORT,
-                        format!("model API request to {base_url} failed"),
-                    )
-                    .with_source(error.without_url()))
-                }
+                Ok(Err(error)) => return Err(send_failed(&base_url, error)),
                 Ok(Ok(response)) => response,
             },
         };
@@ -501,6 +495,43 @@ pub fn register_routes(
         }
     }
     Ok(handles)
+}
+
+/// A request that got no response. A refused TLS certificate is named in the message: it is
+/// the one transport failure a person has to act on, and the reason would otherwise stay in
+/// the error's source chain, which neither the log nor the terminal shows.
+fn send_failed(base_url: &str, error: reqwest::Error) -> LlmError {
+    let message = match refused_certificate(&error) {
+        Some(reason) => format!(
+            "model API request to {base_url} failed: the server's TLS certificate was refused \
+             ({reason}); if a private CA signed it, add that CA to the system's certificates or \
+             point SSL_CERT_FILE at a bundle that holds it"
+        ),
+        None => format!("model API request to {base_url} failed"),
+    };
+    LlmError::new(codes::TRANSPORT, message).with_source(error.without_url())
+}
+
+/// rustls's verdict on the server's certificate, wherever it sits in `error`'s chain. An I/O
+/// error holds the error it wraps (here an I/O error around an I/O error around rustls's)
+/// without naming it as its source, so those are opened rather than followed.
+fn refused_certificate(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(refusal @ rustls::Error::InvalidCertificate(_)) =
+            error.downcast_ref::<rustls::Error>()
+        {
+            return Some(refusal.to_string());
+        }
+        next = match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => error.source(),
+        };
+    }
+    None
 }
 
 /// An HTTP client built on first use and shared by its clones.

@@ -581,3 +581,51 @@ async fn routes_share_one_client_built_by_the_first_request() {
     drop(other);
     assert_eq!(first, client.get().unwrap() as *const reqwest::Client);
 }
+
+/// A TLS server whose certificate the system's roots do not vouch for (signed by the test CA
+/// of `crates/http-client/testdata`): the failure names the refusal and what to do.
+#[tokio::test]
+async fn a_refused_tls_certificate_is_named_in_the_failure() {
+    const CERT: &[u8] = include_bytes!("../../../http-client/testdata/server.der");
+    const KEY_DER: &[u8] = include_bytes!("../../../http-client/testdata/server-key.der");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![rustls::pki_types::CertificateDer::from(CERT.to_vec())],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(KEY_DER.to_vec().into()),
+        )
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("https://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // Every attempt's handshake, until the test ends.
+        for tcp in listener.incoming() {
+            let Ok(mut tcp) = tcp else { return };
+            let Ok(mut conn) = rustls::ServerConnection::new(config.clone()) else {
+                return;
+            };
+            while conn.is_handshaking() {
+                if conn.complete_io(&mut tcp).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let error = adapter(&base_url)
+        .stream(Arc::new(request()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error.code(), codes::TRANSPORT);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "model API request to {base_url} failed: the server's TLS certificate was refused \
+             (invalid peer certificate: UnknownIssuer); if a private CA signed it, add that CA \
+             to the system's certificates or point SSL_CERT_FILE at a bundle that holds it"
+        )
+    );
+    assert_no_key(&error);
+}
