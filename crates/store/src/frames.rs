@@ -23,7 +23,7 @@ mod input;
 mod pipeline;
 
 pub(crate) use input::{Compressed, ReadWindow, WINDOW_BYTES};
-use pipeline::{has_second_core, visit_frames_pipelined, AHEAD_WHEN_BEHIND, PIPELINE_MIN_BYTES};
+use pipeline::{has_second_core, visit_frames_pipelined, AheadRule, PIPELINE_MIN_BYTES};
 
 /// Compression level of new frames; the zstd default, cheap and effective on JSON.
 const LEVEL: i32 = 3;
@@ -125,10 +125,10 @@ pub(crate) fn visit_frames_working<W: FrameWork>(
 ) -> io::Result<FramesEnd> {
     #[cfg(test)]
     if FORCE_AHEAD.get() {
-        return visit_frames_pipelined(data, work, pipeline::Ahead::Always, visit);
+        return visit_frames_pipelined(data, work, AheadRule::Always, visit);
     }
     if data.size_hint() >= PIPELINE_MIN_BYTES && has_second_core() {
-        return visit_frames_pipelined(data, work, AHEAD_WHEN_BEHIND, visit);
+        return visit_frames_pipelined(data, work, AheadRule::WhenBehind, visit);
     }
     visit_frames_with(FrameDecoder::new(true)?, data, |frame| visit(frame, None))
 }

@@ -30,20 +30,18 @@ const BATCHES_IN_FLIGHT: usize = 2;
 /// When the decoding thread does the frame work: for a batch it cannot hand over yet
 /// (the production rule), or for every batch (tests, so the work's results are always used).
 #[derive(Clone, Copy)]
-pub(super) enum Ahead {
+pub(super) enum AheadRule {
     WhenBehind,
     #[cfg(test)]
     Always,
 }
 
-pub(super) const AHEAD_WHEN_BEHIND: Ahead = Ahead::WhenBehind;
-
-impl Ahead {
+impl AheadRule {
     pub(super) fn always(self) -> bool {
         match self {
-            Ahead::WhenBehind => false,
+            AheadRule::WhenBehind => false,
             #[cfg(test)]
-            Ahead::Always => true,
+            AheadRule::Always => true,
         }
     }
 }
@@ -94,7 +92,7 @@ enum HandOver<D> {
 pub(super) fn visit_frames_pipelined<W: FrameWork>(
     data: impl Compressed + Send,
     work: &W,
-    ahead: Ahead,
+    ahead: AheadRule,
     mut visit: impl FnMut(DecodedFrame<'_>, Option<W::Done>),
 ) -> io::Result<FramesEnd> {
     use std::sync::{mpsc, Mutex};
@@ -152,7 +150,7 @@ pub(super) fn visit_frames_pipelined<W: FrameWork>(
 fn decode_batches<W: FrameWork>(
     data: impl Compressed,
     work: &W,
-    ahead: Ahead,
+    ahead: AheadRule,
     send: &std::sync::mpsc::SyncSender<HandOver<W::Done>>,
     reuse: &std::sync::mpsc::Receiver<Batch<W::Done>>,
 ) {

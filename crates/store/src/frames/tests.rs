@@ -1,4 +1,4 @@
-use super::pipeline::Ahead;
+use super::pipeline::AheadRule;
 use super::*;
 
 /// A frame as the visitor saw it, kept.
@@ -120,7 +120,7 @@ fn the_one_call_path_agrees_with_the_streaming_decoder() {
 /// The same outline through the two-thread pipeline.
 fn pipelined_outline(data: impl Compressed + Send) -> String {
     let mut frames = Vec::new();
-    let end = visit_frames_pipelined(data, &NoWork, AHEAD_WHEN_BEHIND, |frame, _| {
+    let end = visit_frames_pipelined(data, &NoWork, AheadRule::WhenBehind, |frame, _| {
         frames.push((frame.location, frame.text.to_vec(), frame.complete))
     });
     format!("{frames:?} {end:?}")
@@ -175,7 +175,7 @@ fn work_done_ahead_reaches_the_visitor_with_its_own_frame() {
     variants.extend(damaged(&data, [data.len() / 2, data.len() - 5]));
     for data in &variants {
         let inline = outline(FrameDecoder::new(true).unwrap(), data.as_slice());
-        for ahead in [Ahead::Always, AHEAD_WHEN_BEHIND] {
+        for ahead in [AheadRule::Always, AheadRule::WhenBehind] {
             let mut frames = Vec::new();
             let mut worked = 0;
             let end = visit_frames_pipelined(data.as_slice(), &CopyText, ahead, |frame, done| {
