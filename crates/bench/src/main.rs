@@ -8,6 +8,7 @@ mod acp;
 mod adapter_ingest;
 mod agent_step;
 mod agents_many;
+mod child_process;
 mod compaction;
 mod core_stack;
 mod counting;
@@ -172,6 +173,15 @@ fn usage() {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(child_process::HELPER_ARG) {
+        return match child_process::helper_main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("spawn helper failed: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let [name] = args.as_slice() else {
         usage();
         return ExitCode::from(2);

@@ -17,9 +17,12 @@
 //! - resume to the first request byte: a fresh backend prepares the session, derives the
 //!   history and serializes the chat-completions body for the next step;
 //! - `dsh sessions verify` as a whole process (the release `dsh` beside this binary), with
-//!   its peak RSS, for 10k and 100k events.
+//!   its peak RSS, for 10k and 100k events. The processes are started by a helper
+//!   ([`crate::child_process`]), so the peak is theirs and not this bench's.
 
 use anyhow::Context;
+
+use crate::child_process::{ChildCommand, Spawner};
 use dsh_llm::{LlmRequest, RequestPurpose};
 use dsh_llm_openai::RouteConfig;
 use dsh_protocol::{LlmCallConfig, SessionId};
@@ -371,29 +374,24 @@ fn verify_process(home: &Path, log: &LongLog, runs: usize) -> anyhow::Result<()>
         );
         return Ok(());
     }
+    // Through the helper: a child spawned from this bench would start with the bench's
+    // resident set (now holding the in-process reads) as its peak (see `child_process`).
+    let mut spawner = Spawner::start()?;
+    let command = ChildCommand {
+        program: dsh,
+        args: vec!["sessions".into(), "verify".into(), log.id.as_str().into()],
+        cwd: home.to_owned(),
+        env: vec![("DSH_HOME".into(), home.display().to_string())],
+    };
     let mut samples = Vec::with_capacity(runs);
     let mut peak_kib = 0i64;
     for _ in 0..runs {
-        let start = Instant::now();
-        let child = std::process::Command::new(&dsh)
-            .args(["sessions", "verify", log.id.as_str()])
-            .env("DSH_HOME", home)
-            .current_dir(home)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()?;
-        let pid = child.id() as libc::pid_t;
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is a valid value; wait4 fills it for our own child.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: pid is our child, status and usage are valid out pointers.
-        let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        samples.push(start.elapsed());
-        anyhow::ensure!(
-            waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "dsh sessions verify failed (status {status})"
-        );
-        peak_kib = peak_kib.max(usage.ru_maxrss);
+        let run = spawner.run(&command)?;
+        if let Some(failure) = run.failure {
+            anyhow::bail!("dsh sessions verify failed ({failure})");
+        }
+        samples.push(run.wall);
+        peak_kib = peak_kib.max(run.peak_rss_kib);
     }
     print(
         &format!("`dsh sessions verify`, {} events", log.events),
