@@ -1,11 +1,13 @@
 //! Allocation counting and thread CPU time, for benches that explain their figures.
 //!
-//! [`CountingAlloc`] is the binary's global allocator: it forwards to the system allocator
-//! and, only while a bench has switched counting on ([`start`]), counts allocations and the
+//! [`CountingAlloc`] is the binary's global allocator: it forwards to mimalloc, the allocator
+//! the `dsh` binary uses (so in-process figures are the product's), and, only while a bench has switched counting on ([`start`]), counts allocations and the
 //! bytes currently allocated. Switched off (the default) it costs one relaxed load per call,
 //! so the other benches' figures are unaffected.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use dsh_cli::allocator::Allocator as Inner;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -19,12 +21,12 @@ fn grew(bytes: usize) {
     LIVE_BYTES.fetch_add(bytes as i64, Relaxed);
 }
 
-// SAFETY: every call forwards to `System` with the caller's arguments; the counters never
+// SAFETY: every call forwards to `Inner` (mimalloc) with the caller's arguments; the counters never
 // touch the memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { Inner.alloc(layout) };
         if ENABLED.load(Relaxed) && !ptr.is_null() {
             ALLOCATIONS.fetch_add(1, Relaxed);
             grew(layout.size());
@@ -34,7 +36,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { Inner.alloc_zeroed(layout) };
         if ENABLED.load(Relaxed) && !ptr.is_null() {
             ALLOCATIONS.fetch_add(1, Relaxed);
             grew(layout.size());
@@ -47,12 +49,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
             LIVE_BYTES.fetch_sub(layout.size() as i64, Relaxed);
         }
         // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { Inner.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { Inner.realloc(ptr, layout, new_size) };
         if ENABLED.load(Relaxed) && !new.is_null() {
             ALLOCATIONS.fetch_add(1, Relaxed);
             LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Relaxed);

@@ -1,6 +1,7 @@
 //! The `dsh` command: configuration, workspace instructions, the persona, the terminal UI's
 //! view layer, and the command-line surface that ties them together.
 //!
+//! - [`allocator`]: the binary's memory allocator (mimalloc) and its settings.
 //! - [`config`]: `$DSH_HOME/settings.toml`, env and flag overrides, each effective value
 //!   with its provenance; `dsh config show`.
 //! - [`instructions`]: `AGENTS.md` / `CLAUDE.md` discovery and rendering into one logged
@@ -20,6 +21,7 @@
 //! - [`sanitize`]: strips control and escape sequences from model and tool text bound for a
 //!   terminal; `dsh run` and the interactive UI both use it.
 
+pub mod allocator;
 pub mod app;
 pub mod commands;
 pub mod config;
