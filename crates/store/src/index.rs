@@ -685,15 +685,36 @@ fn write_compact(
 /// Recomputes a summary from the log itself (the slow path).
 fn summarize_log(path: &Path, compression: Compression, stamp: LogStamp) -> SessionSummary {
     // Typed reading is several times faster; a log it refuses is summarized the general way.
-    if let Ok((log, None)) = crate::typed_log::read_typed(path, compression, None) {
-        let mut summary = SessionSummary::from_header(&log.header);
-        for event in &log.events {
-            summary.apply_event(event);
-        }
-        summary.size = stamp.size;
-        return summary;
+    // Each event is folded as it is read and dropped, so a summary never holds the session.
+    let mut folded = SessionSummary::default();
+    if let Ok((shell, None)) =
+        crate::typed_log::scan_typed_file(path, compression, None, &mut Fold(&mut folded))
+    {
+        // `apply` touches only these fields, and `updated_at` only through `max`, so
+        // folding before the header is known gives what folding after it would.
+        let header = SessionSummary::from_header(&shell.header);
+        return SessionSummary {
+            updated_at: header.updated_at.max(folded.updated_at),
+            events: folded.events,
+            turns: folded.turns,
+            title: folded.title,
+            last_outcome: folded.last_outcome,
+            size: stamp.size,
+            ..header
+        };
     }
     summarize_log_general(path, compression, stamp)
+}
+
+/// Folds the events a typed scan hands over into a summary.
+struct Fold<'a>(&'a mut SessionSummary);
+
+impl Extend<Arc<SessionEvent>> for Fold<'_> {
+    fn extend<I: IntoIterator<Item = Arc<SessionEvent>>>(&mut self, events: I) {
+        for event in events {
+            self.0.apply_event(&event);
+        }
+    }
 }
 
 /// [`summarize_log`] over `Value` records: any log that parses at all gets a summary.

@@ -23,7 +23,8 @@ use crate::frames::FrameWork;
 use crate::header::LogHeader;
 use crate::paths::Compression;
 use crate::reader::{
-    decode_value_line, parse_records_working, Ahead, LineError, LogBytes, TornReason, TornTail,
+    decode_value_line, parse_records_working, Ahead, LineError, LogBytes, LogShell, TornReason,
+    TornTail,
 };
 use crate::typed_rows;
 
@@ -103,6 +104,38 @@ pub(crate) fn parse_typed(
     expected_id: Option<&str>,
 ) -> Result<(TypedLog, Option<SessionError>), StoreError> {
     let mut events = Vec::new();
+    let (shell, refused) = scan_typed(path, compression, data, expected_id, &mut events)?;
+    let log = TypedLog {
+        path: path.to_owned(),
+        compression,
+        header: shell.header,
+        events,
+        torn_tail: shell.torn_tail,
+        file_len: shell.file_len,
+    };
+    Ok((log, refused))
+}
+
+/// Reads a log's durable prefix into `sink`, event by event in seq order, instead of into
+/// a `Vec`: the listing index folds each event into a summary and drops it, so summarizing
+/// a log holds one frame's events at a time, not the whole session. Checks and the refused
+/// event are as in [`read_typed`]; on an error, `sink` has seen a prefix of the events.
+pub(crate) fn scan_typed_file(
+    path: &Path,
+    compression: Compression,
+    expected_id: Option<&str>,
+    sink: &mut impl Extend<Arc<SessionEvent>>,
+) -> Result<(LogShell, Option<SessionError>), StoreError> {
+    scan_typed(path, compression, LogBytes::open(path)?, expected_id, sink)
+}
+
+fn scan_typed(
+    path: &Path,
+    compression: Compression,
+    data: LogBytes<'_>,
+    expected_id: Option<&str>,
+    sink: &mut impl Extend<Arc<SessionEvent>>,
+) -> Result<(LogShell, Option<SessionError>), StoreError> {
     let mut refused = None;
     // Lines the decoding thread typed ahead, for the frame being scanned.
     let ahead = std::cell::RefCell::new(TypedAhead::default());
@@ -120,18 +153,10 @@ pub(crate) fn parse_typed(
                 .borrow_mut()
                 .take(text)
                 .unwrap_or_else(|| type_line(text));
-            admit(typed, text, next_seq, &mut events, &mut refused)
+            admit(typed, text, next_seq, sink, &mut refused)
         },
     )?;
-    let log = TypedLog {
-        path: path.to_owned(),
-        compression,
-        header: shell.header,
-        events,
-        torn_tail: shell.torn_tail,
-        file_len: shell.file_len,
-    };
-    Ok((log, refused))
+    Ok((shell, refused))
 }
 
 /// A line typed on its own, before its place in the log is known.
@@ -242,7 +267,7 @@ fn admit(
     typed: TypedLine,
     text: &[u8],
     next_seq: u64,
-    events: &mut Vec<Arc<SessionEvent>>,
+    events: &mut impl Extend<Arc<SessionEvent>>,
     refused: &mut Option<SessionError>,
 ) -> Result<u64, LineError> {
     let gap = |found: u64| {
@@ -265,7 +290,7 @@ fn admit(
             if event.seq != next_seq {
                 return Err(gap(event.seq));
             }
-            events.push(event);
+            events.extend([event]);
             return Ok(1);
         }
         TypedLine::Unusual => {}
@@ -274,7 +299,7 @@ fn admit(
     let count = decode_value_line(text, next_seq, &mut values)?;
     for value in &values {
         match SessionEvent::from_value(value) {
-            Ok(event) if refused.is_none() => events.push(Arc::new(event)),
+            Ok(event) if refused.is_none() => events.extend([Arc::new(event)]),
             Ok(_) => {}
             Err(err) => {
                 refused.get_or_insert(err);

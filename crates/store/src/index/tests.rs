@@ -117,11 +117,42 @@ fn typed_and_general_summaries_agree_on_every_original_log() {
                     "{}",
                     path.display()
                 );
+                torn_copies_summarize_alike(&path, compression);
                 checked += 1;
             }
         }
     }
     assert!(checked >= 12, "only {checked} fixture logs found");
+}
+
+/// Copies of `path` cut at several points (a torn tail, down to a header alone) and with a
+/// header created after every event: the streaming fold and the general summary agree.
+fn torn_copies_summarize_alike(path: &Path, compression: Compression) {
+    let bytes = fs::read(path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(path.file_name().unwrap());
+    for keep in [bytes.len() * 9 / 10, bytes.len() / 2, bytes.len() / 7, 40] {
+        fs::write(&copy, &bytes[..keep.min(bytes.len())]).unwrap();
+        let stamp = LogStamp::of(&copy).unwrap();
+        assert_eq!(
+            summarize_log(&copy, compression, stamp),
+            summarize_log_general(&copy, compression, stamp),
+            "{} cut to {keep} bytes",
+            path.display()
+        );
+    }
+    if compression == Compression::None {
+        // The header's creation time after every event's: `updated_at` is the header's.
+        let text = String::from_utf8(bytes).unwrap();
+        let (header, events) = text.split_once('\n').unwrap();
+        let mut header: Value = serde_json::from_str(header).unwrap();
+        header["createdAt"] = json!(u64::MAX / 2);
+        fs::write(&copy, format!("{header}\n{events}")).unwrap();
+        let stamp = LogStamp::of(&copy).unwrap();
+        let typed = summarize_log(&copy, compression, stamp);
+        assert_eq!(typed.updated_at, u64::MAX / 2);
+        assert_eq!(typed, summarize_log_general(&copy, compression, stamp));
+    }
 }
 
 #[test]
