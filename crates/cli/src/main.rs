@@ -5,6 +5,5 @@
 static GLOBAL: dsh_cli::allocator::Allocator = dsh_cli::allocator::Allocator;
 
 fn main() -> std::process::ExitCode {
-    dsh_cli::allocator::tune();
     dsh_cli::commands::main()
 }
