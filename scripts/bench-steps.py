@@ -22,7 +22,13 @@ average before and after.
 `--steps N` (default 20, the budget's figure) runs N-step turns instead of 20-step ones: a
 longer turn ends with a longer log, so work that grows with the log shows in the figure.
 Also printed: the mock server's own CPU time per request (from `/proc/<pid>/schedstat`),
-since `dsh` waits for its answers and that time is part of every step's wall time.
+since `dsh` waits for its answers and that time is part of every step's wall time; and the
+floor under the per-step figure on this machine: each step owes three checkpoints (before
+the model request, before the tool body, before the next step), each an append of a few
+hundred bytes and an `fdatasync`, and waits for the mock's answer. The fdatasync latency is
+sampled in the same directory between the pairs (an append of 500 bytes, then
+`os.fdatasync`), so it drifts with the disk as the runs do. What a step costs above
+3 x fdatasync + the mock's CPU per request is what `dsh` itself adds.
 """
 
 import json
@@ -70,6 +76,21 @@ def mock_cpu_ns(mock):
         with open(f"/proc/{mock.pid}/task/{tid}/schedstat") as f:
             total += int(f.read().split()[0])
     return total
+
+
+def fdatasync_samples(path, count):
+    """Latencies of `count` appends of 500 bytes, each followed by fdatasync, in seconds."""
+    samples = []
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for _ in range(count):
+            os.write(fd, b"x" * 500)
+            started = time.perf_counter()
+            os.fdatasync(fd)
+            samples.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+    return samples
 
 
 def load():
@@ -145,6 +166,8 @@ def main():
             before = load()
             mock_before = {steps: (mock_cpu_ns(m), m) for steps, (m, _) in mocks.items()}
             requests = {steps: 0 for steps in mocks}
+            syncs = []
+            sync_path = os.path.join(homes[next(iter(binaries))], "fdatasync-probe")
             results = {name: {"wall": [], "cpu": [], "ones": [], "many": []}
                        for name in binaries}
             for pair in range(pairs):
@@ -161,6 +184,7 @@ def main():
                     r["cpu"].append((twenty[1] - one[1]) / (STEPS - 1))
                     requests[1] += 1
                     requests[STEPS] += STEPS
+                syncs.extend(fdatasync_samples(sync_path, 20))
             after = load()
             mock_per_request = {
                 steps: (mock_cpu_ns(m) - ns) / requests[steps] / 1e9
@@ -175,6 +199,11 @@ def main():
     print(f"mock server CPU per model request (its title side request included): "
           f"{ms(mock_per_request[STEPS])} in the {STEPS}-step runs, "
           f"{ms(mock_per_request[1])} in the 1-step runs")
+    sync = statistics.median(syncs)
+    floor = 3 * sync + mock_per_request[STEPS]
+    print(f"fdatasync of a 500-byte append here (median of {len(syncs)}, sampled between "
+          f"pairs): {ms(sync)}; floor per step = 3 x fdatasync + mock CPU per request "
+          f"= {ms(floor)}")
     for name, r in results.items():
         print(f"[{name}: {binaries[name]}]")
         print(f"  {pairs} pairs; 1-step run median {ms(statistics.median(r['ones']))}, "
@@ -182,6 +211,8 @@ def main():
         budget = "  (budget 0.6 ms at the median)" if STEPS == 20 else ""
         print(f"  per extra read step, wall: {spread(r['wall'])}{budget}")
         print(f"  per extra read step, CPU:  {spread(r['cpu'])}")
+        print(f"  above the floor (median wall - floor): "
+              f"{ms(statistics.median(r['wall']) - floor)}")
     print(f"command: {command}")
 
 
