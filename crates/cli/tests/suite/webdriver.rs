@@ -136,6 +136,19 @@ impl Browser {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        match self.try_call(method, path, body).await {
+            Ok(value) => value,
+            Err((status, value)) => panic!("webdriver {method} {path}: {status} {value}"),
+        }
+    }
+
+    /// [`call`](Self::call) that returns a refusal (its status and body) instead of failing.
+    async fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, (reqwest::StatusCode, Value)> {
         let url = if path == "/session" {
             format!("{}{path}", self.base)
         } else {
@@ -153,11 +166,11 @@ impl Browser {
         let response = request.send().await.unwrap();
         let status = response.status();
         let value = response.json_value().await;
-        assert!(
-            status.is_success(),
-            "webdriver {method} {path}: {status} {value}"
-        );
-        value["value"].clone()
+        if status.is_success() {
+            Ok(value["value"].clone())
+        } else {
+            Err((status, value))
+        }
     }
 
     pub async fn goto(&self, url: &str) {
@@ -229,10 +242,34 @@ impl Browser {
     }
 
     /// Clicks the element matching `css` as a user would (it must be visible and enabled).
+    /// An element that is there but not clickable yet (a sidebar still sliding in, a list
+    /// being redrawn) is tried again until [`WAIT`], as a person would wait for it.
     pub async fn click(&self, css: &str) {
-        let element = self.find(css).await;
-        self.call("POST", &format!("/element/{element}/click"), None)
-            .await;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let element = self.find(css).await;
+            let refused = match self
+                .try_call("POST", &format!("/element/{element}/click"), None)
+                .await
+            {
+                Ok(_) => return,
+                Err(refused) => refused,
+            };
+            let error = refused.1["value"]["error"].as_str().unwrap_or("");
+            let transient = matches!(
+                error,
+                "element not interactable"
+                    | "element click intercepted"
+                    | "stale element reference"
+            );
+            assert!(
+                transient && Instant::now() < deadline,
+                "webdriver click on {css}: {} {}",
+                refused.0,
+                refused.1
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Types `text` into the element matching `css` as key presses.
