@@ -412,9 +412,12 @@ pub fn main() -> ExitCode {
             let result = dispatch(&cli, &ProcessEnv, &mut out);
             let _ = out.flush();
             // Output that never arrived (a full disk) is the failure to report, whatever
-            // the command made of it.
+            // the command made of it. A reader that stopped reading (`dsh sessions show ID |
+            // head`) is not: the command stops where its output stopped, without a word,
+            // as ripgrep does.
             match failure.get() {
                 Some(failure) => Err(anyhow::anyhow!("cannot write to stdout: {failure}")),
+                None if failure.reader_gone() => Ok(exit::SUCCESS),
                 None => result,
             }
         }

@@ -6,33 +6,47 @@
 //! failure of the stream it wraps; the command reports it and exits 1 at the end.
 //!
 //! A closed pipe is not a failure here: the reader stopped on purpose (`dsh ... | head`).
+//! It is remembered apart, so that a command whose output went nowhere stops quietly.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The first write error of a stream, shared between the writer and whoever checks it.
 #[derive(Clone, Debug, Default)]
-pub struct WriteFailure(Arc<Mutex<Option<String>>>);
+pub struct WriteFailure(Arc<Mutex<Outcome>>);
+
+#[derive(Debug, Default)]
+struct Outcome {
+    first: Option<String>,
+    reader_gone: bool,
+}
 
 impl WriteFailure {
+    fn outcome(&self) -> std::sync::MutexGuard<'_, Outcome> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// What went wrong, if anything did.
     pub fn get(&self) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.outcome().first.clone()
+    }
+
+    /// Whether the reader closed the pipe (`dsh sessions list | head -1`): not a failure,
+    /// but the output stopped there.
+    pub fn reader_gone(&self) -> bool {
+        self.outcome().reader_gone
     }
 
     fn record(&self, error: &io::Error) {
-        if matches!(
-            error.kind(),
-            io::ErrorKind::BrokenPipe | io::ErrorKind::Interrupted
-        ) {
-            return;
-        }
-        let mut first = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if first.is_none() {
-            *first = Some(error.to_string());
+        let mut outcome = self.outcome();
+        match error.kind() {
+            io::ErrorKind::BrokenPipe => outcome.reader_gone = true,
+            io::ErrorKind::Interrupted => {}
+            _ => {
+                if outcome.first.is_none() {
+                    outcome.first = Some(error.to_string());
+                }
+            }
         }
     }
 }
@@ -96,7 +110,9 @@ mod tests {
 
         let piped = WriteFailure::default();
         let mut closed = CheckedWrite::new(Failing(io::ErrorKind::BrokenPipe), piped.clone());
+        assert!(!piped.reader_gone());
         assert!(closed.write_all(b"x").is_err());
         assert_eq!(piped.get(), None);
+        assert!(piped.reader_gone());
     }
 }

@@ -338,6 +338,44 @@ async fn stdout_on_a_full_device_is_an_error() {
     server.shutdown().await;
 }
 
+/// `dsh sessions show ID | head -2`: the reader closes the pipe early. That is not an error:
+/// every command stops quietly with status 0 (it used to print `dsh: error: Broken pipe`).
+#[tokio::test]
+async fn a_reader_that_stops_reading_ends_the_output_quietly() {
+    let server = serve(
+        Script::new()
+            .respond(Reply::text("an answer nobody reads"))
+            .respond(Reply::text("as JSON lines")),
+    )
+    .await;
+    let sandbox = Sandbox::new()
+        .with_server(&server)
+        .with_fixture("text", "zstd");
+    let id = fixture_id("text", "zstd");
+    for args in [
+        &["run", "hello"][..],
+        &["run", "--json", "hello"],
+        &["sessions", "show", &id],
+        &["sessions", "show", "--json", &id],
+        &["sessions", "export", &id, "-o", "-"],
+        &["sessions", "list", "--all"],
+        &["sessions", "verify", &id],
+    ] {
+        // A pipe whose reader is gone before the first byte: every write is EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut command = sandbox.command(args);
+        command.stderr(Stdio::piped()).stdout(Stdio::from(writer));
+        let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {said}");
+        assert!(!said.contains("error"), "{args:?}: {said}");
+    }
+    server.shutdown().await;
+}
+
 /// Limits the child's address space, so that a regression that reads `/dev/zero` fails
 /// fast instead of eating the machine's memory.
 fn cap_memory(command: &mut Command) {
