@@ -294,57 +294,16 @@ async fn sighup_closes_the_turn_stops_the_command_and_cleans_up() {
     server.shutdown().await;
 }
 
-#[tokio::test]
-async fn stdout_on_a_full_device_is_an_error() {
-    let full = || {
-        Stdio::from(
-            std::fs::File::options()
-                .write(true)
-                .open("/dev/full")
-                .unwrap(),
-        )
-    };
+/// Runs every command that writes to stdout (two turns, show, export, list, verify) against
+/// the `text` fixture with `stdout` as its standard output, and hands each command's
+/// arguments, exit status and stderr to `check`.
+async fn each_stdout_command(
+    stdout: impl Fn() -> Stdio,
+    check: impl Fn(&[&str], Option<i32>, &str),
+) {
     let server = serve(
         Script::new()
-            .respond(Reply::text("an answer nobody can store"))
-            .respond(Reply::text("as JSON lines")),
-    )
-    .await;
-    let sandbox = Sandbox::new()
-        .with_server(&server)
-        .with_fixture("text", "zstd");
-    let id = fixture_id("text", "zstd");
-    for args in [
-        &["run", "hello"][..],
-        &["run", "--json", "hello"],
-        &["sessions", "show", &id],
-        &["sessions", "show", "--json", &id],
-        &["sessions", "export", &id, "-o", "-"],
-        &["sessions", "list", "--all"],
-    ] {
-        let mut command = sandbox.command(args);
-        command.stderr(Stdio::piped()).stdout(full());
-        let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-            .await
-            .unwrap();
-        // `dsh run` used to exit 0.
-        assert_eq!(output.status.code(), Some(1), "{args:?}");
-        let said = text(&output.stderr);
-        assert!(
-            said.contains("dsh: error: cannot write to stdout: No space left on device"),
-            "{args:?}: {said}"
-        );
-    }
-    server.shutdown().await;
-}
-
-/// `dsh sessions show ID | head -2`: the reader closes the pipe early. That is not an error:
-/// every command stops quietly with status 0 (it used to print `dsh: error: Broken pipe`).
-#[tokio::test]
-async fn a_reader_that_stops_reading_ends_the_output_quietly() {
-    let server = serve(
-        Script::new()
-            .respond(Reply::text("an answer nobody reads"))
+            .respond(Reply::text("an answer nobody gets"))
             .respond(Reply::text("as JSON lines")),
     )
     .await;
@@ -361,19 +320,52 @@ async fn a_reader_that_stops_reading_ends_the_output_quietly() {
         &["sessions", "list", "--all"],
         &["sessions", "verify", &id],
     ] {
-        // A pipe whose reader is gone before the first byte: every write is EPIPE.
-        let (reader, writer) = std::io::pipe().unwrap();
-        drop(reader);
         let mut command = sandbox.command(args);
-        command.stderr(Stdio::piped()).stdout(Stdio::from(writer));
+        command.stderr(Stdio::piped()).stdout(stdout());
         let output = tokio::task::spawn_blocking(move || command.output().unwrap())
             .await
             .unwrap();
-        let said = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {said}");
-        assert!(!said.contains("error"), "{args:?}: {said}");
+        check(args, output.status.code(), &text(&output.stderr));
     }
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdout_on_a_full_device_is_an_error() {
+    let full = || {
+        Stdio::from(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    each_stdout_command(full, |args, status, said| {
+        // `dsh run` used to exit 0.
+        assert_eq!(status, Some(1), "{args:?}");
+        assert!(
+            said.contains("dsh: error: cannot write to stdout: No space left on device"),
+            "{args:?}: {said}"
+        );
+    })
+    .await;
+}
+
+/// `dsh sessions show ID | head -2`: the reader closes the pipe early. That is not an error:
+/// every command stops quietly with status 0 (it used to print `dsh: error: Broken pipe`).
+#[tokio::test]
+async fn a_reader_that_stops_reading_ends_the_output_quietly() {
+    // A pipe whose reader is gone before the first byte: every write is EPIPE.
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Stdio::from(writer)
+    };
+    each_stdout_command(closed, |args, status, said| {
+        assert_eq!(status, Some(0), "{args:?}: {said}");
+        assert!(!said.contains("error"), "{args:?}: {said}");
+    })
+    .await;
 }
 
 /// Limits the child's address space, so that a regression that reads `/dev/zero` fails
