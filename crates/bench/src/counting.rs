@@ -1,15 +1,16 @@
 //! Allocation counting and thread CPU time, for benches that explain their figures.
 //!
 //! [`CountingAlloc`] is the binary's global allocator: it forwards to mimalloc, the allocator
-//! the `dsh` binary uses (so in-process figures are the product's), and, only while a bench has switched counting on ([`start`]), counts allocations and the
-//! bytes currently allocated. Switched off (the default) it costs one relaxed load per call,
+//! the `dsh` binary uses (so in-process figures are the product's), and, only while a bench
+//! has switched counting on ([`start`]), counts allocations and the bytes currently
+//! allocated. Switched off (the default) it costs one relaxed load per call,
 //! so the other benches' figures are unaffected.
 
 use std::alloc::{GlobalAlloc, Layout};
-
-use dsh_cli::allocator::Allocator as Inner;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+use dsh_cli::allocator::Allocator as Inner;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
@@ -21,8 +22,8 @@ fn grew(bytes: usize) {
     LIVE_BYTES.fetch_add(bytes as i64, Relaxed);
 }
 
-// SAFETY: every call forwards to `Inner` (mimalloc) with the caller's arguments; the counters never
-// touch the memory.
+// SAFETY: every call forwards to `Inner` (mimalloc) with the caller's arguments; the
+// counters never touch the memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.

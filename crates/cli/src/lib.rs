@@ -1,7 +1,7 @@
 //! The `dsh` command: configuration, workspace instructions, the persona, the terminal UI's
 //! view layer, and the command-line surface that ties them together.
 //!
-//! - [`allocator`]: the binary's memory allocator (mimalloc) and its settings.
+//! - [`allocator`]: the binary's memory allocator (mimalloc), and why.
 //! - [`config`]: `$DSH_HOME/settings.toml`, env and flag overrides, each effective value
 //!   with its provenance; `dsh config show`.
 //! - [`instructions`]: `AGENTS.md` / `CLAUDE.md` discovery and rendering into one logged

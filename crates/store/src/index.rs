@@ -82,6 +82,22 @@ impl SessionSummary {
         }
     }
 
+    /// A summary folded from a log's events before its header was known, completed with
+    /// the header. [`apply`](Self::apply) sets only the fields kept from `self` here, and
+    /// `updated_at` only through `max`, so this equals folding after
+    /// [`from_header`](Self::from_header); a field `apply` comes to set belongs here too.
+    fn under_header(self, header: &LogHeader) -> Self {
+        let base = SessionSummary::from_header(header);
+        SessionSummary {
+            updated_at: base.updated_at.max(self.updated_at),
+            events: self.events,
+            turns: self.turns,
+            title: self.title,
+            last_outcome: self.last_outcome,
+            ..base
+        }
+    }
+
     /// Folds one stored event into the summary.
     pub(crate) fn apply(&mut self, event: &Value) {
         self.events += 1;
@@ -690,17 +706,9 @@ fn summarize_log(path: &Path, compression: Compression, stamp: LogStamp) -> Sess
     if let Ok((shell, None)) =
         crate::typed_log::scan_typed_file(path, compression, None, &mut Fold(&mut folded))
     {
-        // `apply` touches only these fields, and `updated_at` only through `max`, so
-        // folding before the header is known gives what folding after it would.
-        let header = SessionSummary::from_header(&shell.header);
         return SessionSummary {
-            updated_at: header.updated_at.max(folded.updated_at),
-            events: folded.events,
-            turns: folded.turns,
-            title: folded.title,
-            last_outcome: folded.last_outcome,
             size: stamp.size,
-            ..header
+            ..folded.under_header(&shell.header)
         };
     }
     summarize_log_general(path, compression, stamp)
