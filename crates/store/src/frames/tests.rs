@@ -279,3 +279,56 @@ fn first_line_decoding_stops_early() {
     let (partial, found) = decode_first_line(&mut &data[..5]).unwrap();
     assert_eq!((partial, found), (Vec::new(), false));
 }
+
+/// How the first block of one frame holds its literals (RFC 8878, 3.1.1): a block stored
+/// or repeated whole, or, for a compressed block, its literals section's type.
+fn first_literals(frame: &[u8]) -> &'static str {
+    let descriptor = frame[4];
+    let single_segment = descriptor & 0x20 != 0;
+    let dictionary_id = [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let content_size = [usize::from(single_segment), 2, 4, 8][usize::from(descriptor >> 6)];
+    let block = 4 + 1 + usize::from(!single_segment) + dictionary_id + content_size;
+    match (frame[block] >> 1) & 3 {
+        0 => "stored block",
+        1 => "repeated byte",
+        2 => ["raw", "one byte", "huffman", "huffman, previous table"]
+            [usize::from(frame[block + 3] & 3)],
+        _ => "reserved",
+    }
+}
+
+/// Event-like lines, a little different each, about `bytes` long in all.
+fn event_lines(bytes: usize) -> Vec<u8> {
+    let mut text = Vec::new();
+    let mut i = 0u64;
+    while text.len() < bytes {
+        let line = format!(
+            "{{\"type\":\"tool/result\",\"seq\":{i},\"time\":{},\"data\":{{\"callId\":\"call_{:x}\",\"output\":\"line {i}: let value_{i} = compute({}, \\\"{}\\\");\"}}}}\n",
+            1_765_000_000_000u64 + i * 37,
+            i.wrapping_mul(0x9e37_79b9),
+            i * i % 997,
+            ["alpha", "beta", "gamma", "delta", "epsilon"][(i % 5) as usize],
+        );
+        text.extend_from_slice(line.as_bytes());
+        i += 1;
+    }
+    text
+}
+
+#[test]
+fn small_frames_keep_literals_raw_and_large_ones_compress_them() {
+    // A step's batch: no Huffman table to build when it is read back.
+    let small = event_lines(2 * 1024);
+    let frame = encode_frame(&small).unwrap();
+    assert_eq!(first_literals(&frame), "raw");
+    assert_eq!(zstd::stream::decode_all(frame.as_slice()).unwrap(), small);
+    // A large tool result: the table pays for itself, and the size matters more.
+    let large = event_lines(SMALL_FRAME_TEXT + 1);
+    let frame = encode_frame(&large).unwrap();
+    assert_eq!(first_literals(&frame), "huffman");
+    assert_eq!(zstd::stream::decode_all(frame.as_slice()).unwrap(), large);
+    // The same text gives the same frame whatever was compressed before it.
+    assert_eq!(encode_frame(&small).unwrap(), encode_frame(&small).unwrap());
+    let after_small = encode_frame(&large).unwrap();
+    assert_eq!(after_small, frame);
+}
