@@ -499,17 +499,25 @@ pub fn register_routes(
 
 /// A request that got no response. A refused TLS certificate is named in the message: it is
 /// the one transport failure a person has to act on, and the reason would otherwise stay in
-/// the error's source chain, which neither the log nor the terminal shows.
+/// the error's source chain, which neither the log nor the terminal shows. It gets its own
+/// code, which the default retry policy does not retry: every attempt would meet the same
+/// certificate, and five retries with backoff only delayed the message by seconds.
 fn send_failed(base_url: &str, error: reqwest::Error) -> LlmError {
-    let message = match refused_certificate(&error) {
-        Some(reason) => format!(
-            "model API request to {base_url} failed: the server's TLS certificate was refused \
-             ({reason}); if a private CA signed it, add that CA to the system's certificates or \
-             point SSL_CERT_FILE at a bundle that holds it"
+    let (code, message) = match refused_certificate(&error) {
+        Some(reason) => (
+            codes::TLS_CERTIFICATE,
+            format!(
+                "model API request to {base_url} failed: the server's TLS certificate was \
+                 refused ({reason}); if a private CA signed it, add that CA to the system's \
+                 certificates or point SSL_CERT_FILE at a bundle that holds it"
+            ),
         ),
-        None => format!("model API request to {base_url} failed"),
+        None => (
+            codes::TRANSPORT,
+            format!("model API request to {base_url} failed"),
+        ),
     };
-    LlmError::new(codes::TRANSPORT, message).with_source(error.without_url())
+    LlmError::new(code, message).with_source(error.without_url())
 }
 
 /// rustls's verdict on the server's certificate, wherever it sits in `error`'s chain. An I/O

@@ -22,6 +22,10 @@ pub mod codes {
     pub const SERVER: &str = "SERVER";
     pub const TIMEOUT: &str = "TIMEOUT";
     pub const TRANSPORT: &str = "TRANSPORT";
+    /// The server's TLS certificate was refused (unknown issuer, expired, wrong name). Not a
+    /// transport hiccup: the same server presents the same certificate to every retry, so
+    /// the default retry policy leaves it out and the person sees what to fix at once.
+    pub const TLS_CERTIFICATE: &str = "TLS_CERTIFICATE";
     pub const ABORTED: &str = "ABORTED";
     pub const STREAM_CLOSED: &str = "STREAM_CLOSED";
     pub const MALFORMED_RESPONSE: &str = "MALFORMED_RESPONSE";

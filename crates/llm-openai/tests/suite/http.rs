@@ -620,7 +620,16 @@ async fn a_refused_tls_certificate_is_named_in_the_failure() {
             }
         }
     });
-    let error = transport_failure(&base_url).await;
+    let error = adapter(&base_url)
+        .stream(Arc::new(request()))
+        .await
+        .err()
+        .unwrap();
+    assert_no_key(&error);
+    // Its own code, which the default policy does not retry: every retry would meet the
+    // same certificate.
+    assert_eq!(error.code(), codes::TLS_CERTIFICATE);
+    assert!(!dsh_llm::ResolvedRetryPolicy::default().is_retryable(error.code()));
     assert_eq!(
         error.to_string(),
         format!(
