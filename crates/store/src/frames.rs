@@ -77,7 +77,10 @@ pub(crate) fn encode_frame(text: &[u8]) -> io::Result<Vec<u8>> {
         };
         let (level, literals) = frame_parameters(text.len());
         compressor.set_compression_level(level)?;
-        compressor.set_parameter(CParameter::LiteralCompressionMode(literals))?;
+        // A speed knob, never a reason to lose a batch: a zstd library that refuses it (a
+        // system one built without zstd's experimental parameters) still writes a valid
+        // frame, with its literals coded as before.
+        let _ = compressor.set_parameter(CParameter::LiteralCompressionMode(literals));
         compressor.compress(text)
     })
 }
