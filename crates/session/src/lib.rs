@@ -15,7 +15,8 @@
 //! - [`Session::append`] validates everything before commit; a refused event leaves the log
 //!   unchanged. [`InvariantCompanion`]s add stateful rules spanning several events
 //!   ([`register_invariant_companion`]).
-//! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import);
+//! - [`SessionBuilder`] constructs sessions from seeds (resume, fork, import), given whole or
+//!   checked as a reader types them ([`SeedLog`]);
 //!   [`fork`](fork()) plans a child session; [`interrupted_turn_closers`] repairs crashed tails.
 //! - [`SessionStore`] is the kernel service that publishes sessions and their
 //!   events to plugins (`session/created`, `session/event`, `session/flush`,
@@ -58,7 +59,7 @@ pub use repair::{
     interrupted_turn_closers, TOOL_NOT_STARTED, TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN,
     TOOL_OUTCOME_UNKNOWN_TEXT,
 };
-pub use seed::{SeedSource, SessionBuilder};
+pub use seed::{SeedLog, SeedSource, SessionBuilder};
 pub use session::{system_clock, AppendOptions, Clock, Session};
 pub use store::{
     Detach, PublishedEvent, Seed, SessionCreated, SessionDisposed, SessionEventPublished,

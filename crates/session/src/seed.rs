@@ -28,8 +28,16 @@ pub enum SeedSource {
 /// Builds a [`Session`].
 pub struct SessionBuilder {
     header: SessionHeader,
-    seed: Option<(Vec<Arc<SessionEvent>>, SeedSource)>,
+    seed: Option<Seeding>,
     clock: Option<Clock>,
+}
+
+/// What a builder was seeded with.
+enum Seeding {
+    /// Events still to be checked.
+    Events(Vec<Arc<SessionEvent>>, SeedSource),
+    /// Events checked as they arrived (boxed: the log's fold state is large).
+    Checked(Box<SeedLog>),
 }
 
 impl SessionBuilder {
@@ -47,7 +55,14 @@ impl SessionBuilder {
         I: IntoIterator<Item = E>,
         E: Into<Arc<SessionEvent>>,
     {
-        self.seed = Some((events.into_iter().map(Into::into).collect(), source));
+        let events = events.into_iter().map(Into::into).collect();
+        self.seed = Some(Seeding::Events(events, source));
+        self
+    }
+
+    /// Seeds the log with the events `log` has already checked.
+    pub fn seed_log(mut self, log: SeedLog) -> Self {
+        self.seed = Some(Seeding::Checked(Box::new(log)));
         self
     }
 
@@ -57,24 +72,85 @@ impl SessionBuilder {
         self
     }
 
-    /// Validates header and seed and constructs the session.
+    /// Validates header and seed and constructs the session. The header is checked first,
+    /// then the seed's events in order; the first refusal is the error.
     pub fn build(self) -> Result<Session, SessionError> {
         self.header.validate()?;
         let clock = self.clock.unwrap_or_else(system_clock);
-        let mut state = State::default();
-        let Some((seed, source)) = self.seed else {
-            return Ok(Session::from_parts(self.header, 0, None, clock, state));
+        let log = match self.seed {
+            None => {
+                return Ok(Session::from_parts(
+                    self.header,
+                    0,
+                    None,
+                    clock,
+                    State::default(),
+                ))
+            }
+            Some(Seeding::Events(events, source)) => {
+                let mut log = SeedLog::new(source);
+                log.state.log.reserve(events.len() + 1);
+                log.extend(events);
+                log
+            }
+            Some(Seeding::Checked(log)) => *log,
         };
-        state.log.reserve(seed.len() + 1);
+        log.finish(self.header, clock)
+    }
+}
+
+/// A seed validated event by event as it arrives, with the rules [`SessionBuilder::build`]
+/// applies to a seed given whole.
+///
+/// A reader can hand it each event as soon as the event is typed (it is an [`Extend`]
+/// sink), so a resume validates the log while the file is still being decoded instead of
+/// in a second pass after it; [`SessionBuilder::seed_log`] then builds the session from it.
+/// The first event refused is kept as the error, and nothing after it is taken.
+pub struct SeedLog {
+    state: State,
+    source: SeedSource,
+    refused: Option<(usize, SessionError)>,
+}
+
+impl SeedLog {
+    pub fn new(source: SeedSource) -> Self {
+        let mut state = State::default();
         state.constructed = u64::MAX;
-        for (index, event) in seed.into_iter().enumerate() {
-            let plan = check_seed_event(&mut state, index, &event).map_err(|e| {
-                SessionError::InvalidSeed {
-                    index,
-                    source: Box::new(e),
-                }
-            })?;
-            state.commit(event, plan, EventOrigin::Seed);
+        SeedLog {
+            state,
+            source,
+            refused: None,
+        }
+    }
+
+    /// Checks `event` as the next of the seed (seq must equal its index) and keeps it.
+    pub fn push(&mut self, event: Arc<SessionEvent>) {
+        if self.refused.is_some() {
+            return;
+        }
+        let index = self.state.log.len();
+        match check_seed_event(&mut self.state, index, &event) {
+            Ok(plan) => self.state.commit(event, plan, EventOrigin::Seed),
+            Err(error) => self.refused = Some((index, error)),
+        }
+    }
+
+    /// The events taken so far (those before the first refusal).
+    pub fn events(&self) -> &[Arc<SessionEvent>] {
+        &self.state.log
+    }
+
+    fn finish(self, header: SessionHeader, clock: Clock) -> Result<Session, SessionError> {
+        let SeedLog {
+            mut state,
+            source,
+            refused,
+        } = self;
+        if let Some((index, error)) = refused {
+            return Err(SessionError::InvalidSeed {
+                index,
+                source: Box::new(error),
+            });
         }
         let first_live_seq = state.log.len() as u64;
         let ends_with_marker = state
@@ -101,12 +177,20 @@ impl SessionBuilder {
         }
         state.constructed = state.log.len() as u64;
         Ok(Session::from_parts(
-            self.header,
+            header,
             first_live_seq,
             Some(source),
             clock,
             state,
         ))
+    }
+}
+
+impl Extend<Arc<SessionEvent>> for SeedLog {
+    fn extend<T: IntoIterator<Item = Arc<SessionEvent>>>(&mut self, events: T) {
+        for event in events {
+            self.push(event);
+        }
     }
 }
 

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use dsh_protocol::SessionId;
 use dsh_session::{
-    interrupted_turn_closers, SeedSource, Session, SessionBuilder, SessionEvent, SessionHeader,
+    interrupted_turn_closers, SeedLog, SeedSource, Session, SessionBuilder, SessionEvent,
+    SessionHeader,
 };
 
 use crate::error::StoreError;
@@ -16,7 +17,7 @@ use crate::index::{LogStamp, SessionIndex, SessionSummary};
 use crate::paths::{existing_log, session_dir_name, Compression, StoreLayout};
 use crate::persistence::{Inspection, SessionPersistence, SessionPreparation, StoredSession};
 use crate::reader::{read_log, StoredLog};
-use crate::typed_log::{read_typed, TypedLog};
+use crate::typed_log::{read_typed, read_typed_into, TypedLog};
 
 /// Where and how the backend stores logs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,22 +94,24 @@ fn session_header(path: &Path, stored: &LogHeader) -> Result<SessionHeader, Stor
     Ok(header)
 }
 
-/// Seeds a session with a stored log plus its crash-repair closers: the one validation both
-/// resume and inspection run, so a clean inspection means the log will load.
+/// Builds a session from a stored log's seed plus its crash-repair closers: the one
+/// validation both resume and inspection run, so a clean inspection means the log will
+/// load. The closers are returned too.
 fn seed_with_closers(
     header: SessionHeader,
-    mut events: Vec<Arc<SessionEvent>>,
-    closers: &[SessionEvent],
+    mut seed: SeedLog,
     path: &Path,
-) -> Result<Session, StoreError> {
-    events.extend(closers.iter().cloned().map(Arc::new));
-    SessionBuilder::new(header)
-        .seed(events, SeedSource::Persistence)
+) -> Result<(Session, Vec<SessionEvent>), StoreError> {
+    let closers = interrupted_turn_closers(seed.events());
+    seed.extend(closers.iter().cloned().map(Arc::new));
+    let session = SessionBuilder::new(header)
+        .seed_log(seed)
         .build()
         .map_err(|source| StoreError::Rejected {
             path: path.to_path_buf(),
             source,
-        })
+        })?;
+    Ok((session, closers))
 }
 
 fn log_header(header: &SessionHeader) -> Result<LogHeader, StoreError> {
@@ -189,7 +192,34 @@ impl JsonlBackend {
     /// a general read would report it.
     fn read_typed(&self, id: &SessionId) -> Result<(TypedLog, SessionHeader), StoreError> {
         let path = self.locate(id)?;
-        let (log, refused) = read_typed(&path, encoding_of(&path), Some(id.as_str()))?;
+        let read = read_typed(&path, encoding_of(&path), Some(id.as_str()))?;
+        self.checked(id, path, read)
+    }
+
+    /// [`read_typed`](Self::read_typed) with every event handed to a [`SeedLog`] as it is
+    /// typed, so the session model checks the log while the file is still being decoded
+    /// rather than in a pass after it (the decoding thread takes up more of the typing
+    /// meanwhile). The log comes back without its events: the seed holds them. Errors come
+    /// in the same order: the format's and the header's, then an event the model refuses
+    /// to type, and the seed's own refusal only when the session is built.
+    fn read_seeded(
+        &self,
+        id: &SessionId,
+    ) -> Result<(TypedLog, SessionHeader, SeedLog), StoreError> {
+        let path = self.locate(id)?;
+        let mut seed = SeedLog::new(SeedSource::Persistence);
+        let read = read_typed_into(&path, encoding_of(&path), Some(id.as_str()), &mut seed)?;
+        let (log, header) = self.checked(id, path, read)?;
+        Ok((log, header, seed))
+    }
+
+    /// The placement and header checks after a typed read, then its refused event.
+    fn checked(
+        &self,
+        id: &SessionId,
+        path: PathBuf,
+        (log, refused): (TypedLog, Option<dsh_session::SessionError>),
+    ) -> Result<(TypedLog, SessionHeader), StoreError> {
         self.check_placement(id, path, &log.header)?;
         let header = session_header(&log.path, &log.header)?;
         if let Some(source) = refused {
@@ -248,17 +278,11 @@ impl JsonlBackend {
         id: &SessionId,
         keep: impl FnOnce(Session),
     ) -> Result<Inspection, StoreError> {
-        let (mut log, header) = self.read_typed(id)?;
-        let event_count = log.next_seq();
-        let events = std::mem::take(&mut log.events);
-        let pending_closers = interrupted_turn_closers(&events);
+        let (log, header, seed) = self.read_seeded(id)?;
+        let event_count = seed.events().len() as u64;
         // The same validation a resume runs, so a clean inspection means it will load.
-        keep(seed_with_closers(
-            header,
-            events,
-            &pending_closers,
-            &log.path,
-        )?);
+        let (session, pending_closers) = seed_with_closers(header, seed, &log.path)?;
+        keep(session);
         Ok(Inspection {
             pending_closers,
             events: event_count,
@@ -278,16 +302,14 @@ impl JsonlBackend {
         let mut slot = lock(&slot);
         // Our own open writer holds the log's lock; the log is re-read from disk anyway.
         slot.writer = None;
-        let (mut log, header) = self.read_typed(id)?;
+        let (mut log, header, seed) = self.read_seeded(id)?;
         if held.is_some_and(|held| held.path() != log.path) {
             let err = std::io::Error::other("the writer lock held is another log's");
             return Err(StoreError::io("prepare", log.path, err));
         }
-        let closers = interrupted_turn_closers(&log.events);
-        let events = std::mem::take(&mut log.events);
-        let stored = events.len();
+        let stored = seed.events().len();
         // Build first: a log the session model refuses is reported, never modified.
-        let session = seed_with_closers(header, events, &closers, &log.path)?;
+        let (session, closers) = seed_with_closers(header, seed, &log.path)?;
         // The writer may have to rewrite the stored tail of a cut frame: give the events back.
         let session_events = session.events();
         log.events = session_events[..stored].to_vec();

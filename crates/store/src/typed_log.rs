@@ -105,15 +105,34 @@ pub(crate) fn parse_typed(
 ) -> Result<(TypedLog, Option<SessionError>), StoreError> {
     let mut events = Vec::new();
     let (shell, refused) = scan_typed(path, compression, data, expected_id, &mut events)?;
-    let log = TypedLog {
+    let mut log = typed_shell(path, compression, shell);
+    log.events = events;
+    Ok((log, refused))
+}
+
+/// [`read_typed`] handing the events to `sink` as they are typed; the log comes back
+/// without them. Resume and inspection pass a [`dsh_session::SeedLog`], which validates
+/// each event while the file is still being decoded.
+pub(crate) fn read_typed_into(
+    path: &Path,
+    compression: Compression,
+    expected_id: Option<&str>,
+    sink: &mut impl Extend<Arc<SessionEvent>>,
+) -> Result<(TypedLog, Option<SessionError>), StoreError> {
+    let (shell, refused) = scan_typed_file(path, compression, expected_id, sink)?;
+    Ok((typed_shell(path, compression, shell), refused))
+}
+
+/// A typed log of what the scan found, its events not yet in it.
+fn typed_shell(path: &Path, compression: Compression, shell: LogShell) -> TypedLog {
+    TypedLog {
         path: path.to_owned(),
         compression,
         header: shell.header,
-        events,
+        events: Vec::new(),
         torn_tail: shell.torn_tail,
         file_len: shell.file_len,
-    };
-    Ok((log, refused))
+    }
 }
 
 /// Reads a log's durable prefix into `sink`, event by event in seq order, instead of into

@@ -129,3 +129,49 @@ fn a_bad_header_is_refused() {
     bad.version = 3;
     assert_eq!(Session::new(bad).unwrap_err().code(), "INVALID_HEADER");
 }
+
+/// A seed checked event by event as a reader types it builds what the whole seed builds,
+/// and refuses the same event at the same index, after the header.
+#[test]
+fn a_seed_checked_as_it_arrives_builds_what_the_whole_seed_builds() {
+    let build = |header: SessionHeader, log: SeedLog| {
+        Session::builder(header)
+            .seed_log(log)
+            .clock(Arc::new(|| TIME))
+            .build()
+    };
+    let seed = closed_log();
+    let mut log = SeedLog::new(SeedSource::Import);
+    for event in &seed {
+        log.push(event.clone());
+    }
+    assert_eq!(log.events(), &seed[..]);
+    let session = build(header("s"), log).unwrap();
+    let whole = seeded("s", seed.clone()).unwrap();
+    assert_eq!(log_json(&session), log_json(&whole));
+    assert_eq!(history_json(&session), history_json(&whole));
+    assert_eq!(
+        (session.first_live_seq(), session.seed_source()),
+        (11, Some(SeedSource::Import))
+    );
+
+    // The first refusal is the error, at its index; nothing after it is taken.
+    let mut broken = seed.clone();
+    broken.remove(3);
+    let refusing = || {
+        let mut log = SeedLog::new(SeedSource::Import);
+        log.extend(broken.iter().cloned());
+        log
+    };
+    assert_eq!(refusing().events(), &broken[..3]);
+    let err = build(header("s"), refusing()).unwrap_err();
+    assert!(
+        matches!(err, SessionError::InvalidSeed { index: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(err.root().code(), "INVALID_ENVELOPE");
+    // A bad header is reported before the seed's refusal, as for a whole seed.
+    let mut bad = header("s");
+    bad.cwd = Some("not/absolute".into());
+    assert_eq!(build(bad, refusing()).unwrap_err().code(), "INVALID_HEADER");
+}
