@@ -79,21 +79,25 @@ pub enum TornReason {
     SeqGap { expected: u64, found: Option<u64> },
 }
 
-impl TornReason {
-    pub(crate) fn describe(&self) -> String {
+/// What a person reads: "incomplete zstd frame", "seq gap: expected seq 7, found 9".
+impl std::fmt::Display for TornReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TornReason::UnparsableRecord => "unparsable record".into(),
-            TornReason::IncompleteLine => "incomplete final line".into(),
-            TornReason::IncompleteFrame => "incomplete zstd frame".into(),
-            TornReason::ZeroFill => "zero-filled tail".into(),
+            TornReason::UnparsableRecord => f.write_str("unparsable record"),
+            TornReason::IncompleteLine => f.write_str("incomplete final line"),
+            TornReason::IncompleteFrame => f.write_str("incomplete zstd frame"),
+            TornReason::ZeroFill => f.write_str("zero-filled tail"),
             TornReason::SeqGap {
                 expected,
                 found: Some(found),
-            } => format!("seq gap: expected seq {expected}, found {found}"),
+            } => write!(f, "seq gap: expected seq {expected}, found {found}"),
             TornReason::SeqGap {
                 expected,
                 found: None,
-            } => format!("seq gap: expected seq {expected}, found a record without one"),
+            } => write!(
+                f,
+                "seq gap: expected seq {expected}, found a record without one"
+            ),
         }
     }
 }

@@ -84,7 +84,7 @@ pub(super) fn repair(store: &Store, query: &str, out: &mut dyn Write) -> anyhow:
     match prepared {
         Ok(prepared) => {
             if let Some(tail) = &prepared.torn_tail {
-                writeln!(out, "cut a torn tail from {} ({:?})", tail.at, tail.reason)?;
+                writeln!(out, "cut a torn tail from {} ({})", tail.at, tail.reason)?;
             }
             if !prepared.closers.is_empty() {
                 writeln!(

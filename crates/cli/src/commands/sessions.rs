@@ -389,7 +389,7 @@ fn verify(
             Ok(inspection) => {
                 let mut what = Vec::new();
                 if let Some(tail) = &inspection.torn_tail {
-                    what.push(format!("a torn tail from {} ({:?})", tail.at, tail.reason));
+                    what.push(format!("a torn tail from {} ({})", tail.at, tail.reason));
                 }
                 if !inspection.pending_closers.is_empty() {
                     what.push(format!(

@@ -194,7 +194,7 @@ fn expected_verify_line(sandbox: &Sandbox, id: &str) -> String {
         Ok(inspection) => {
             let mut what = Vec::new();
             if let Some(tail) = &inspection.torn_tail {
-                what.push(format!("a torn tail from {} ({:?})", tail.at, tail.reason));
+                what.push(format!("a torn tail from {} ({})", tail.at, tail.reason));
             }
             if !inspection.pending_closers.is_empty() {
                 what.push(format!(
@@ -277,13 +277,19 @@ async fn repair_backs_up_then_cuts_a_torn_tail_and_closes_the_open_turn() {
     assert_eq!(before.status.code(), Some(0));
     let report = text(&before.stdout);
     assert!(report.starts_with(&format!("repair   {id}")), "{report}");
-    assert!(report.contains("torn tail from line 61"), "{report}");
+    assert!(
+        report.contains("torn tail from line 61 (incomplete final line)"),
+        "{report}"
+    );
     assert!(report.contains("a turn left open"), "{report}");
 
     let repair = sandbox.dsh(&["sessions", "repair", &id[..12]]).await;
     assert_eq!(repair.status.code(), Some(0), "{}", text(&repair.stderr));
     let said = text(&repair.stdout);
-    assert!(said.contains("cut a torn tail from line 61"), "{said}");
+    assert!(
+        said.contains("cut a torn tail from line 61 (incomplete final line)"),
+        "{said}"
+    );
     let backups: Vec<PathBuf> = std::fs::read_dir(path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -107,11 +107,7 @@ impl RecordScan<'_, '_> {
             Stage::Events(header) => self.event_line(header, &line),
             Stage::Torn(_, tail) if holds_turn_end(line.text) => Stage::Failed(self.corrupt(
                 tail.at,
-                format!(
-                    "{} before a committed turn/end at {}",
-                    tail.reason.describe(),
-                    line.at
-                ),
+                format!("{} before a committed turn/end at {}", tail.reason, line.at),
             )),
             other => other,
         };
@@ -226,7 +222,7 @@ impl RecordScan<'_, '_> {
                 return Err(StoreError::Corruption {
                     path: self.path.to_owned(),
                     at: tail.at,
-                    reason: format!("{} inside the header frame", tail.reason.describe()),
+                    reason: format!("{} inside the header frame", tail.reason),
                 });
             }
         }

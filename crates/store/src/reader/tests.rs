@@ -220,7 +220,7 @@ fn whole_file_parse_records(
                     line.at,
                     format!(
                         "{} before a committed turn/end at {}",
-                        reason.describe(),
+                        reason.to_string(),
                         later.at
                     ),
                 ));
@@ -247,7 +247,7 @@ fn whole_file_parse_records(
         if tail.at.frame.is_some_and(|f| f.index == 0) {
             return Err(corrupt(
                 tail.at,
-                format!("{} inside the header frame", tail.reason.describe()),
+                format!("{} inside the header frame", tail.reason),
             ));
         }
     }
