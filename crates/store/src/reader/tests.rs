@@ -218,11 +218,7 @@ fn whole_file_parse_records(
             if let Some(later) = lines[i + 1..].iter().find(|l| holds_turn_end(l.text)) {
                 return Err(corrupt(
                     line.at,
-                    format!(
-                        "{} before a committed turn/end at {}",
-                        reason.to_string(),
-                        later.at
-                    ),
+                    format!("{} before a committed turn/end at {}", reason, later.at),
                 ));
             }
             Some(cut_tail(line, reason, &frame_first_seq, next_seq))
